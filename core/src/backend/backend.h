@@ -1,0 +1,91 @@
+// backend/backend.h — the device interface the server's workers drive.
+//
+// A backend owns one accelerator set (the CPU "device", or one CUDA context over one or more
+// GPUs). It reports how many hardware priority levels it has (buckets map onto them, level 0 =
+// highest), how many kernels a level may run at once (the lowest level may run several
+// best-effort kernels concurrently), and runs a kernel on a given level.
+//
+// Thread safety: Levels()/Lanes()/name() are constant after construction. PrepareWorker() is
+// called once from each worker thread before it serves. Run() is called concurrently from the
+// workers (one call at a time per (level, lane)). AttachRegion()/DetachRegion() are called from
+// the registration and monitor threads, never concurrently with a Run() on the same region.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kernels/registry.h"
+#include "paam/status.h"
+
+namespace paam {
+
+// A client region's memory as the server (or a direct-mode client) sees it.
+struct RegionMemory {
+  void* input = nullptr;       // host input area
+  uint64_t input_capacity = 0;
+  void* output = nullptr;      // host output area
+  uint64_t output_capacity = 0;
+  void* base = nullptr;        // whole mapping (for pinning)
+  uint64_t mapping_bytes = 0;
+  int device_index = 0;        // which unit of the backend serves this region
+  void* backend_state = nullptr;  // owned by the backend (device buffers, ...)
+};
+
+// One kernel invocation, validated already (KernelEntry::Plan succeeded).
+struct KernelCall {
+  const KernelEntry* kernel = nullptr;
+  RegionMemory* region = nullptr;
+  uint64_t input_bytes = 0;
+  uint64_t output_bytes = 0;
+  uint64_t params[PAAM_MAX_PARAMS] = {0, 0, 0, 0};
+};
+
+// Device-side timestamps of one run, CLOCK_MONOTONIC nanoseconds.
+struct DeviceTimes {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  // Number of hardware priority levels (>= 1). Level 0 is the highest.
+  virtual int Levels() const = 0;
+  // Number of kernels `level` may run concurrently (>= 1). Typically > 1 only for the lowest.
+  virtual int Lanes(int level) const = 0;
+  // Number of accelerator units (GPUs) behind this backend (>= 1).
+  virtual int Units() const { return 1; }
+
+  // Called on each worker thread before it serves requests of (unit, level, lane).
+  // Real-time settings that the OS denies are reported through `note`, not as errors.
+  virtual Status PrepareWorker(int unit, int level, int lane, std::string* note) = 0;
+
+  // Registration-time preparation of a region (pinning, device buffers). Never on the hot path.
+  virtual Status AttachRegion(RegionMemory* region) = 0;
+  virtual void DetachRegion(RegionMemory* region) = 0;
+
+  // Runs one kernel on `level`/`lane` and returns when its output is in region->output.
+  // Must not allocate on success.
+  virtual Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) = 0;
+};
+
+struct BackendOptions {
+  std::string kind = "cpu";    // "cpu" | "cuda"
+  int levels = 1;              // requested buckets; clamped to what the device offers
+  int best_effort_lanes = 1;   // concurrency of the lowest level
+  int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core)
+  bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
+  int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
+  std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
+};
+
+// Creates the backend named by options.kind, or an error naming the valid kinds
+// (and saying so when CUDA support was not compiled in or no GPU is present).
+Result<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options, KernelRegistry* registry);
+
+}  // namespace paam

@@ -1,0 +1,45 @@
+"""The ``paam`` command line.
+
+Each sub-command lives in its own module, which exposes ``register(subparsers)``; that
+function adds its parser and sets ``func`` (called with the parsed namespace, returning the
+exit status). Add a module to ``_COMMAND_MODULES`` to add a command.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# module path, in the order the commands appear in --help
+_COMMAND_MODULES = [
+    "paam.commands.serve",
+    "paam.commands.demo",
+    "paam.commands.kernels",
+    "paam.bench.cli",
+    "paam.analysis.cli",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paam",
+        description="Priority-driven accelerator access management (PAAM).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
