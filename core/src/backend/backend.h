@@ -78,10 +78,11 @@ struct BackendOptions {
   std::string kind = "cpu";    // "cpu" | "cuda"
   int levels = 1;              // requested buckets; clamped to what the device offers
   int best_effort_lanes = 1;   // concurrency of the lowest level
-  int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core)
+  int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core, -2: none)
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
+  bool direct = false;         // true inside a client's direct mode (no server)
 };
 
 // Creates the backend named by options.kind, or an error naming the valid kinds

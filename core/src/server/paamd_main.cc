@@ -1,1 +1,135 @@
-int main() { return 0; }
+// paamd — the PAAM accelerator server. `paamd --help` lists the options.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "common/log.h"
+#include "server/server.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: paamd [options]
+
+Serves accelerator requests from local clients by chain priority.
+
+  --socket PATH          Unix socket to listen on (default: $PAAM_SOCKET,
+                         $XDG_RUNTIME_DIR/paam/paamd.sock or /tmp/paam-$UID/paamd.sock)
+  --backend cpu|cuda     device backend (default: cpu)
+  --buckets N            buckets = hardware priority levels to use (default: 1)
+  --be-lanes N           concurrent kernels in the lowest bucket (default: 1)
+  --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
+  --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
+  --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder)
+  --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)
+  --plugin PATH          load user kernels from a shared library (repeatable)
+  --admission none|analysis   admission control (default: none = admit all, and say so)
+  --overhead-ms X        epsilon for the analysis (default: 0.05)
+  --preemption-ms X      kappa for the analysis (default: 0)
+  --poll-us N            busy-poll window before sleeping (default: 50)
+  --dispatcher-cpu N     pin the dispatcher thread
+  --verbose              log every registration
+  --help                 this text
+)";
+
+[[noreturn]] void Usage(const std::string& error) {
+  std::fprintf(stderr, "paamd: %s\n\n%s", error.c_str(), kUsage);
+  std::exit(2);
+}
+
+long ParseInt(const char* flag, const char* v) {
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0') Usage(std::string(flag) + " needs an integer, got '" + v + "'");
+  return x;
+}
+
+double ParseDouble(const char* flag, const char* v) {
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || x < 0) Usage(std::string(flag) + " needs a non-negative number, got '" + v + "'");
+  return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  paam::ServerOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) Usage(std::string(a) + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--socket") {
+      o.socket_path = value();
+    } else if (a == "--backend") {
+      o.backend.kind = value();
+    } else if (a == "--buckets") {
+      o.backend.levels = static_cast<int>(ParseInt("--buckets", value()));
+      if (o.backend.levels < 1) Usage("--buckets must be at least 1");
+    } else if (a == "--be-lanes") {
+      o.backend.best_effort_lanes = static_cast<int>(ParseInt("--be-lanes", value()));
+      if (o.backend.best_effort_lanes < 1) Usage("--be-lanes must be at least 1");
+    } else if (a == "--device-cpu") {
+      o.backend.device_cpu = static_cast<int>(ParseInt("--device-cpu", value()));
+    } else if (a == "--cuda-devices") {
+      o.backend.cuda_devices = value();
+    } else if (a == "--rt") {
+      o.backend.realtime = true;
+    } else if (a == "--rt-priority") {
+      o.backend.rt_priority_base = static_cast<int>(ParseInt("--rt-priority", value()));
+    } else if (a == "--plugin") {
+      o.plugins.emplace_back(value());
+    } else if (a == "--admission") {
+      o.admission = value();
+    } else if (a == "--overhead-ms") {
+      o.accel.overhead_ms = ParseDouble("--overhead-ms", value());
+    } else if (a == "--preemption-ms") {
+      o.accel.preemption_ms = ParseDouble("--preemption-ms", value());
+    } else if (a == "--poll-us") {
+      o.poll_ns = static_cast<uint64_t>(ParseInt("--poll-us", value())) * 1000;
+    } else if (a == "--dispatcher-cpu") {
+      o.dispatcher_cpu = static_cast<int>(ParseInt("--dispatcher-cpu", value()));
+    } else if (a == "--verbose" || a == "-v") {
+      paam::LogVerbose() = true;
+    } else {
+      Usage("unknown option '" + std::string(a) + "'");
+    }
+  }
+
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  auto server = paam::Server::Start(o);
+  if (!server.ok()) {
+    std::fprintf(stderr, "paamd: cannot start: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s (pid %d)", (*server)->socket_path().c_str(),
+            (*server)->backend_name().c_str(), (*server)->buckets(), o.admission.c_str(), static_cast<int>(getpid()));
+  std::fflush(stderr);
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  paam::Log("received %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Stop();
+  auto stats = (*server)->Stats();
+  paam::Log("served %llu request(s) (%llu failed), %llu registration(s), %llu client(s) reaped",
+            static_cast<unsigned long long>(stats.requests_completed),
+            static_cast<unsigned long long>(stats.requests_failed),
+            static_cast<unsigned long long>(stats.registrations),
+            static_cast<unsigned long long>(stats.clients_reaped));
+  return 0;
+}

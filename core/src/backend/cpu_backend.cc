@@ -1,0 +1,75 @@
+#include "backend/cpu_backend.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "common/realtime.h"
+
+namespace paam {
+
+namespace {
+int ResolveDeviceCpu(int requested) {
+  if (requested == -1) return OnlineCpus() - 1;  // default: the last core
+  if (requested < -1) return -1;                 // explicitly unpinned
+  return std::min(requested, OnlineCpus() - 1);
+}
+}  // namespace
+
+CpuBackend::CpuBackend(const BackendOptions& options, bool direct)
+    : levels_(std::clamp(options.levels, 1, 16)),
+      best_effort_lanes_(std::max(1, options.best_effort_lanes)),
+      device_cpu_(ResolveDeviceCpu(options.device_cpu)),
+      realtime_(options.realtime),
+      rt_priority_base_(options.rt_priority_base),
+      direct_(direct) {
+  CPU_ZERO(&device_set_);
+  if (device_cpu_ >= 0) CPU_SET(device_cpu_, &device_set_);
+}
+
+Status CpuBackend::PrepareWorker(int /*unit*/, int level, int /*lane*/, std::string* note) {
+  std::string notes = PinThisThread(device_cpu_);
+  if (levels_ > 1 || realtime_) {
+    const int rank_from_bottom = levels_ - 1 - level;  // 0 for the lowest level
+    std::string rt_note;
+    if (realtime_) rt_note = SetThisThreadFifo(rt_priority_base_ + rank_from_bottom);
+    if (!realtime_ || !rt_note.empty()) {
+      // Nice ladder: level 0 keeps nice 0, the lowest level gets 19.
+      const int nice_value = levels_ > 1 ? (19 * level) / (levels_ - 1) : 0;
+      std::string nice_note = nice_value != 0 ? SetThisThreadNice(nice_value) : "";
+      if (!rt_note.empty()) rt_note += "; using nice " + std::to_string(nice_value) + " instead";
+      if (!nice_note.empty()) rt_note += (rt_note.empty() ? "" : "; ") + nice_note;
+    }
+    if (!rt_note.empty()) notes += (notes.empty() ? "" : "; ") + rt_note;
+  }
+  if (note != nullptr) *note = notes;
+  return Status::Ok();
+}
+
+Status CpuBackend::Run(const KernelCall& call, int level, int /*lane*/, DeviceTimes* times) {
+  paam_kernel_args args{};
+  args.input = call.region->input;
+  args.input_bytes = call.input_bytes;
+  args.output = call.region->output;
+  args.output_bytes = call.output_bytes;
+  for (int i = 0; i < PAAM_MAX_PARAMS; ++i) args.params[i] = call.params[i];
+  args.device = PAAM_DEVICE_CPU;
+  args.level = level;
+
+  cpu_set_t saved;
+  const bool pin = direct_ && device_cpu_ >= 0 &&
+                   pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0 &&
+                   pthread_setaffinity_np(pthread_self(), sizeof(device_set_), &device_set_) == 0;
+  times->start_ns = NowNs();
+  int rc = call.kernel->run_cpu != nullptr ? call.kernel->run_cpu(&args) : PAAM_KERNEL_EFAILED;
+  times->end_ns = NowNs();
+  if (pin) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  if (call.kernel->run_cpu == nullptr) {
+    return Status(Errc::kUnknownKernel, "kernel '" + call.kernel->name + "' has no CPU implementation");
+  }
+  if (rc != PAAM_KERNEL_OK) return Status(Errc::kKernelFailed, "kernel '" + call.kernel->name + "' failed");
+  return Status::Ok();
+}
+
+}  // namespace paam

@@ -1,0 +1,46 @@
+// backend/cpu_backend.h — the default backend: one CPU core plays the accelerator.
+//
+// All workers are pinned to the "device core" (BackendOptions::device_cpu; default the last
+// online core), so requests contend for one device as they would for a GPU. Levels: as many as
+// asked (1 by default). Higher levels preempt lower ones through OS priorities on that core:
+// SCHED_FIFO (base + level rank) when `realtime` is set and the OS permits; otherwise a nice
+// ladder (level 0 at nice 0, the lowest at nice 19), which the OS always permits and which gives
+// the higher level ~98% of the core under contention. The lowest level may have several lanes
+// (best-effort concurrency).
+//
+// Thread safety: see backend.h. In direct mode (no server) Run() pins the calling thread to the
+// device core for the duration of the kernel and restores its affinity afterwards.
+#pragma once
+
+#include <sched.h>
+
+#include "backend/backend.h"
+
+namespace paam {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const BackendOptions& options, bool direct);
+
+  std::string_view name() const override { return "cpu"; }
+  int Levels() const override { return levels_; }
+  int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
+
+  Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
+  Status AttachRegion(RegionMemory*) override { return Status::Ok(); }
+  void DetachRegion(RegionMemory*) override {}
+  Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
+
+  int device_cpu() const { return device_cpu_; }
+
+ private:
+  const int levels_;
+  const int best_effort_lanes_;
+  const int device_cpu_;  // -1: do not pin
+  const bool realtime_;
+  const int rt_priority_base_;
+  const bool direct_;
+  cpu_set_t device_set_;
+};
+
+}  // namespace paam

@@ -1,0 +1,133 @@
+// kernels/builtin_cpu.cc — CPU implementations of the built-in kernels.
+// The CUDA backend attaches GPU versions of the same names (backend/cuda/).
+#include <cstdio>
+#include <cstring>
+
+#include "common/clock.h"
+#include "kernels/registry.h"
+
+namespace paam {
+namespace {
+
+constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+
+template <typename... Args>
+int Fail(char* err, size_t len, const char* fmt, Args... args) {
+  std::snprintf(err, len, fmt, static_cast<unsigned long long>(args)...);
+  return PAAM_KERNEL_EINVAL;
+}
+
+// vector_add: (a: f32[n], b: f32[n]) -> f32[n]; params: n
+int PlanVectorAdd(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
+  uint64_t n = p[0];
+  if (n == 0 || n > kMaxElements) return Fail(err, len, "n must be 1..2^40, got %llu", n);
+  if (in != 2 * n * sizeof(float)) return Fail(err, len, "input must be 2*n floats (%llu bytes), got %llu", 2 * n * 4, in);
+  *out = n * sizeof(float);
+  return PAAM_KERNEL_OK;
+}
+int RunVectorAdd(const paam_kernel_args* a) {
+  const uint64_t n = a->params[0];
+  const auto* x = static_cast<const float*>(a->input);
+  const float* y = x + n;
+  auto* z = static_cast<float*>(a->output);
+  for (uint64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  return PAAM_KERNEL_OK;
+}
+
+// matmul: (A: f32[m*k], B: f32[k*n]) -> f32[m*n], row-major; params: m, k, n
+int PlanMatmul(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
+  uint64_t m = p[0], k = p[1], n = p[2];
+  if (m == 0 || k == 0 || n == 0 || m > (1u << 20) || k > (1u << 20) || n > (1u << 20)) {
+    return Fail(err, len, "m, k, n must be 1..2^20, got %llu, %llu, %llu", m, k, n);
+  }
+  uint64_t want = (m * k + k * n) * sizeof(float);
+  if (in != want) return Fail(err, len, "input must be m*k+k*n floats (%llu bytes), got %llu", want, in);
+  *out = m * n * sizeof(float);
+  return PAAM_KERNEL_OK;
+}
+int RunMatmul(const paam_kernel_args* a) {
+  const uint64_t m = a->params[0], k = a->params[1], n = a->params[2];
+  const auto* A = static_cast<const float*>(a->input);
+  const float* B = A + m * k;
+  auto* C = static_cast<float*>(a->output);
+  for (uint64_t i = 0; i < m * n; ++i) C[i] = 0.0f;
+  for (uint64_t i = 0; i < m; ++i) {
+    for (uint64_t kk = 0; kk < k; ++kk) {
+      const float aik = A[i * k + kk];
+      const float* brow = B + kk * n;
+      float* crow = C + i * n;
+      for (uint64_t j = 0; j < n; ++j) crow[j] += aik * brow[j];
+    }
+  }
+  return PAAM_KERNEL_OK;
+}
+
+// reduction: (x: f32[n]) -> f32[1] (sum, accumulated in double); params: n
+int PlanReduction(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
+  uint64_t n = p[0];
+  if (n == 0 || n > kMaxElements) return Fail(err, len, "n must be 1..2^40, got %llu", n);
+  if (in != n * sizeof(float)) return Fail(err, len, "input must be n floats (%llu bytes), got %llu", n * 4, in);
+  *out = sizeof(float);
+  return PAAM_KERNEL_OK;
+}
+int RunReduction(const paam_kernel_args* a) {
+  const uint64_t n = a->params[0];
+  const auto* x = static_cast<const float*>(a->input);
+  double s = 0;
+  for (uint64_t i = 0; i < n; ++i) s += x[i];
+  *static_cast<float*>(a->output) = static_cast<float>(s);
+  return PAAM_KERNEL_OK;
+}
+
+// histogram: (x: u8[n]) -> u32[256]; params: n
+int PlanHistogram(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
+  uint64_t n = p[0];
+  if (n == 0 || n > kMaxElements) return Fail(err, len, "n must be 1..2^40, got %llu", n);
+  if (in != n) return Fail(err, len, "input must be n bytes (%llu), got %llu", n, in);
+  *out = 256 * sizeof(uint32_t);
+  return PAAM_KERNEL_OK;
+}
+int RunHistogram(const paam_kernel_args* a) {
+  const uint64_t n = a->params[0];
+  const auto* x = static_cast<const uint8_t*>(a->input);
+  auto* h = static_cast<uint32_t*>(a->output);
+  std::memset(h, 0, 256 * sizeof(uint32_t));
+  for (uint64_t i = 0; i < n; ++i) ++h[x[i]];
+  return PAAM_KERNEL_OK;
+}
+
+// spin: () -> u64 (elapsed ns); params: duration_ns. Occupies the device for the duration.
+// On the CPU it counts the thread's own CPU time, so a spin preempted by a higher bucket
+// still executes for its full duration (as a GPU kernel would).
+int PlanSpin(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
+  if (p[0] > 60'000'000'000ull) return Fail(err, len, "duration must be at most 60 s, got %llu ns", p[0]);
+  if (in != 0) return Fail(err, len, "spin takes no input, got %llu bytes", in);
+  *out = sizeof(uint64_t);
+  return PAAM_KERNEL_OK;
+}
+int RunSpin(const paam_kernel_args* a) {
+  const uint64_t duration = a->params[0];
+  const uint64_t wall0 = NowNs();
+  const uint64_t cpu0 = ThreadCpuNs();
+  while (ThreadCpuNs() - cpu0 < duration) {
+  }
+  *static_cast<uint64_t*>(a->output) = NowNs() - wall0;
+  return PAAM_KERNEL_OK;
+}
+
+const paam_kernel kBuiltins[] = {
+    {"vector_add", "(a: f32[n], b: f32[n]) -> f32[n]; params: n", PlanVectorAdd, RunVectorAdd, nullptr},
+    {"matmul", "(A: f32[m,k], B: f32[k,n]) -> f32[m,n]; params: m, k, n", PlanMatmul, RunMatmul, nullptr},
+    {"reduction", "(x: f32[n]) -> f32 (sum); params: n", PlanReduction, RunReduction, nullptr},
+    {"histogram", "(x: u8[n]) -> u32[256]; params: n", PlanHistogram, RunHistogram, nullptr},
+    {"spin", "() -> u64 elapsed_ns; params: duration_ns", PlanSpin, RunSpin, nullptr},
+};
+
+}  // namespace
+
+const paam_kernel* BuiltinKernels(uint32_t* count) {
+  *count = static_cast<uint32_t>(sizeof(kBuiltins) / sizeof(kBuiltins[0]));
+  return kBuiltins;
+}
+
+}  // namespace paam

@@ -1,0 +1,140 @@
+// Kernel results checked against straightforward references, and the plugin C ABI.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "kernels/registry.h"
+
+namespace paam {
+namespace {
+
+struct Harness {
+  KernelRegistry registry = KernelRegistry::WithBuiltins();
+  std::unique_ptr<Backend> backend;
+  Harness() {
+    BackendOptions o;
+    o.device_cpu = -2;
+    auto b = CreateBackend(o, &registry);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    backend = std::move(b.value());
+  }
+  // Runs `name` on `input` and returns the output bytes.
+  Result<std::vector<uint8_t>> Run(const std::string& name, std::vector<uint8_t> input, std::vector<uint64_t> params) {
+    const KernelEntry* k = registry.Find(name);
+    if (k == nullptr) return Status(Errc::kUnknownKernel, name);
+    KernelCall call;
+    call.kernel = k;
+    for (size_t i = 0; i < params.size(); ++i) call.params[i] = params[i];
+    call.input_bytes = input.size();
+    Status st = k->Plan(call.params, call.input_bytes, &call.output_bytes);
+    if (!st.ok()) return st;
+    std::vector<uint8_t> out(call.output_bytes, 0xAB);
+    RegionMemory mem;
+    mem.input = input.data();
+    mem.input_capacity = input.size();
+    mem.output = out.data();
+    mem.output_capacity = out.size();
+    call.region = &mem;
+    DeviceTimes t;
+    st = backend->Run(call, 0, 0, &t);
+    if (!st.ok()) return st;
+    EXPECT_LE(t.start_ns, t.end_ns);
+    return out;
+  }
+};
+
+template <typename T>
+std::vector<uint8_t> Bytes(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+template <typename T>
+std::vector<T> As(const std::vector<uint8_t>& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+TEST(Kernels, VectorAddMatchesReference) {
+  Harness h;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-10, 10);
+  const size_t n = 1000;
+  std::vector<float> in(2 * n);
+  for (auto& x : in) x = d(rng);
+  auto out = h.Run("vector_add", Bytes(in), {n});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto c = As<float>(*out);
+  ASSERT_EQ(c.size(), n);
+  for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(c[i], in[i] + in[n + i]);
+}
+
+TEST(Kernels, MatmulMatchesReference) {
+  Harness h;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> d(-1, 1);
+  const size_t m = 7, k = 5, n = 3;
+  std::vector<float> in(m * k + k * n);
+  for (auto& x : in) x = d(rng);
+  auto out = h.Run("matmul", Bytes(in), {m, k, n});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto c = As<float>(*out);
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (size_t q = 0; q < k; ++q) ref += double(in[i * k + q]) * in[m * k + q * n + j];
+      EXPECT_NEAR(c[i * n + j], ref, 1e-5);
+    }
+  }
+}
+
+TEST(Kernels, ReductionAndHistogramMatchReference) {
+  Harness h;
+  std::vector<float> x = {1.5f, 2.5f, -1.0f, 4.0f};
+  auto sum = h.Run("reduction", Bytes(x), {4});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_FLOAT_EQ(As<float>(*sum)[0], 7.0f);
+
+  std::vector<uint8_t> data = {0, 1, 1, 255, 255, 255, 7};
+  auto hist = h.Run("histogram", data, {data.size()});
+  ASSERT_TRUE(hist.ok());
+  auto counts = As<uint32_t>(*hist);
+  ASSERT_EQ(counts.size(), 256u);
+  EXPECT_EQ(counts[0], 1u);
+  EXPECT_EQ(counts[1], 2u);
+  EXPECT_EQ(counts[7], 1u);
+  EXPECT_EQ(counts[255], 3u);
+  EXPECT_EQ(counts[2], 0u);
+}
+
+TEST(Kernels, SpinOccupiesTheDeviceForItsDuration) {
+  Harness h;
+  auto out = h.Run("spin", {}, {3'000'000});
+  ASSERT_TRUE(out.ok());
+  EXPECT_GE(As<uint64_t>(*out)[0], 3'000'000u);
+}
+
+TEST(Kernels, PlanRejectsShapeMismatchWithAMessage) {
+  Harness h;
+  auto out = h.Run("vector_add", std::vector<uint8_t>(12), {2});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Errc::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("2*n floats"), std::string::npos) << out.status().message();
+}
+
+TEST(Kernels, PluginLoadsThroughTheCAbi) {
+  KernelRegistry r = KernelRegistry::WithBuiltins();
+  Status st = r.LoadPlugin(PAAM_EXAMPLE_PLUGIN_PATH);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_NE(r.Find("scale"), nullptr);
+  EXPECT_FALSE(r.LoadPlugin(PAAM_EXAMPLE_PLUGIN_PATH).ok());  // names are unique
+  EXPECT_FALSE(r.LoadPlugin("/nonexistent/libnothing.so").ok());
+}
+
+}  // namespace
+}  // namespace paam

@@ -1,0 +1,112 @@
+// server/bucket_queue.h — one bucket's priority queue of requests.
+//
+// Thread safety: all methods are safe from any thread (internally locked; the lock is never
+// held across a device call). Invariants: `size_` equals heap_.size() whenever mu_ is free;
+// the heap never reallocates after construction (capacity fixed), so Push allocates nothing.
+// Order: larger chain priority first; FIFO (by `order`) among equal priorities.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "shm/layout.h"
+
+namespace paam {
+
+struct Session;
+struct RegionSlot;
+
+struct QueueEntry {
+  uint32_t priority = 0;   // chain priority, fixed at registration
+  uint64_t order = 0;      // global arrival counter, for FIFO among equals
+  Session* session = nullptr;
+  RegionSlot* region = nullptr;
+  uint64_t sequence = 0;
+  uint64_t input_bytes = 0;
+  uint64_t output_bytes = 0;
+  uint64_t params[4] = {0, 0, 0, 0};
+  uint64_t submit_ns = 0;
+  uint64_t dequeue_ns = 0;
+};
+
+class BucketQueue {
+ public:
+  explicit BucketQueue(size_t capacity) : capacity_(capacity) { heap_.reserve(capacity); }
+
+  // False when full (the caller fails the request with kResourceExhausted).
+  [[nodiscard]] bool TryPush(const QueueEntry& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (heap_.size() >= capacity_) return false;
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), Less);
+      size_.store(static_cast<uint32_t>(heap_.size()), std::memory_order_release);
+      if (sleepers_ == 0) return true;
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  // Pops the most urgent entry without blocking.
+  [[nodiscard]] bool TryPop(QueueEntry* out) {
+    if (size_.load(std::memory_order_acquire) == 0) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    return PopLocked(out);
+  }
+
+  // Blocks up to timeout for an entry; false on timeout or when `stop` becomes true.
+  template <typename Rep, typename Period>
+  bool WaitPop(QueueEntry* out, const std::atomic<bool>& stop, std::chrono::duration<Rep, Period> timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++sleepers_;
+    cv_.wait_for(lock, timeout, [&] { return !heap_.empty() || stop.load(std::memory_order_relaxed); });
+    --sleepers_;
+    return PopLocked(out);
+  }
+
+  // Removes every entry matching pred and returns them through `removed` (monitor thread).
+  template <typename Pred, typename Sink>
+  void RemoveIf(Pred pred, Sink removed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::stable_partition(heap_.begin(), heap_.end(), [&](const QueueEntry& e) { return !pred(e); });
+    for (auto j = it; j != heap_.end(); ++j) removed(*j);
+    heap_.erase(it, heap_.end());
+    std::make_heap(heap_.begin(), heap_.end(), Less);
+    size_.store(static_cast<uint32_t>(heap_.size()), std::memory_order_release);
+  }
+
+  void WakeAll() {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_all();
+  }
+
+  uint32_t size() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  // std heap is a max-heap on Less: "a is less urgent than b".
+  static bool Less(const QueueEntry& a, const QueueEntry& b) {
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.order > b.order;
+  }
+  bool PopLocked(QueueEntry* out) {
+    if (heap_.empty()) return false;
+    std::pop_heap(heap_.begin(), heap_.end(), Less);
+    *out = heap_.back();
+    heap_.pop_back();
+    size_.store(static_cast<uint32_t>(heap_.size()), std::memory_order_release);
+    return true;
+  }
+
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<QueueEntry> heap_;  // GUARDED_BY(mu_)
+  int sleepers_ = 0;              // GUARDED_BY(mu_)
+  std::atomic<uint32_t> size_{0};
+};
+
+}  // namespace paam

@@ -1,0 +1,95 @@
+// server/server.h — paamd, the accelerator server.
+//
+// One Server owns one backend (one accelerator set: the CPU device, or one CUDA context over
+// one or more GPUs). Threads:
+//   control    (non-RT) — accepts registrations on the Unix socket, runs admission control,
+//                         creates and hands over the shared memory, and is the runtime monitor:
+//                         it notices dead clients (socket hang-up; PID checks as a backstop),
+//                         drops their queued work and frees their regions.
+//   dispatcher          — copies request descriptors out of every client's ring, validates
+//                         them and queues them in their bucket (by chain priority).
+//   workers             — one per (unit, bucket, lane); each pops the most urgent request of
+//                         its bucket and runs it on its hardware priority level.
+//
+// Thread safety: Start/Stop/Wait may be called from any one thread. Stats() is safe anytime.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "paam/status.h"
+#include "server/admission.h"
+
+namespace paam {
+
+struct ServerOptions {
+  // --- Parameters that affect behavior ---
+  // Unix socket path. Default: DefaultSocketPath() ($PAAM_SOCKET, $XDG_RUNTIME_DIR/paam/...).
+  std::string socket_path;
+  // Device backend and its buckets (backend.levels = requested buckets, clamped to the
+  // device's hardware priority levels; default 1).
+  BackendOptions backend;
+  // Shared libraries with user kernels (kernel_abi.h).
+  std::vector<std::string> plugins;
+  // "none": admit everything (and say so); "analysis": PAAM response-time analysis.
+  std::string admission = "none";
+  // Accelerator parameters for the analysis (epsilon, kappa in ms).
+  AcceleratorParams accel;
+  // Largest input or output area one region may declare. Default 256 MiB.
+  uint64_t max_region_bytes = 256ull << 20;
+  // Most concurrent registrations. Default 4096.
+  size_t max_clients = 4096;
+  // How often the monitor checks that registered PIDs still exist (backstop to socket
+  // hang-up). Default 200 ms.
+  uint32_t pid_check_ms = 200;
+
+  // --- Parameters that affect performance ---
+  // Busy-poll window of the dispatcher and workers after their last work before they sleep
+  // on a futex. Larger: lower latency for bursts, more CPU. Default 50 us.
+  uint64_t poll_ns = 50'000;
+  // Requests per bucket queue (fixed, so the hot path never allocates). Default 4096.
+  size_t queue_capacity = 4096;
+  // Pin the dispatcher thread to this CPU (-1: do not pin).
+  int dispatcher_cpu = -1;
+};
+
+struct ServerStats {
+  uint64_t requests_completed = 0;
+  uint64_t requests_failed = 0;       // completed with an error status
+  uint64_t protocol_errors = 0;       // descriptors that could not even be answered
+  uint64_t registrations = 0;
+  uint64_t clients_reaped = 0;        // died or hung up without deregistering
+  uint64_t active_clients = 0;
+};
+
+class Server {
+ public:
+  // Binds the socket, creates the backend and starts all threads. Errors: socket in use,
+  // bad options, backend unavailable, plugin failed to load.
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();
+
+  // Stops serving: clients see their socket hang up; outstanding requests are not answered.
+  void Stop();
+  // Blocks until Stop() (e.g. from a signal handler thread).
+  void Wait();
+
+  const std::string& socket_path() const;
+  int buckets() const;
+  std::string backend_name() const;
+  // Real-time settings the OS denied, etc. (collected from the workers at start).
+  std::vector<std::string> notes() const;
+  ServerStats Stats() const;
+
+  class Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace paam

@@ -1,0 +1,126 @@
+// shm/layout.h — the shared-memory layout spoken by paamd and its clients.
+// The byte grammar is documented in docs/shm_layout.md. Shared by server and client; any change
+// to a struct below must bump kProtocolVersion (checked at registration: kVersionMismatch).
+//
+// Three kinds of memfd mappings, all created by the server and handed to the client over the
+// registration socket with SCM_RIGHTS (no names in /dev/shm):
+//   Doorbell  — one per server, shared by all clients: a futex word clients bump after pushing
+//               a request, and a flag saying whether the dispatcher sleeps on it.
+//   Channel   — one per registration: a single-producer (client) single-consumer (server) ring
+//               of fixed-size 72-byte RequestDescriptors.
+//   Region    — one per (callback, kernel): header (state word, sequence, status, timestamps),
+//               then the input area, then the output area.
+//
+// Trust: the server never trusts these bytes. It copies each descriptor out, keeps its own
+// ring tail, validates every index and size against its private copies, and writes results only
+// inside the region of the client that asked. A client that scribbles hurts only itself.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace paam::shm {
+
+inline constexpr uint32_t kProtocolVersion = 1;   // do not reuse
+inline constexpr uint32_t kDoorbellMagic = 0x50444231;  // "PDB1"
+inline constexpr uint32_t kChannelMagic = 0x50434831;   // "PCH1"
+inline constexpr uint32_t kRegionMagic = 0x50524731;    // "PRG1"
+inline constexpr size_t kCacheLine = 64;
+inline constexpr uint32_t kRingCapacity = 64;     // descriptors per channel; power of two
+inline constexpr uint32_t kMaxKernelsPerClient = kRingCapacity;  // one region per kernel
+inline constexpr size_t kErrorTextBytes = 160;
+
+// A request, as the client writes it into its channel. 72 bytes, like the paper's.
+struct RequestDescriptor {
+  uint32_t region;        // index of the region (kernel) in this registration
+  uint32_t flags;         // reserved, must be 0
+  uint64_t sequence;      // client's request number; echoed in the region on completion
+  uint64_t input_bytes;   // bytes of input written into the region's input area
+  uint64_t params[4];     // kernel scalar parameters (see kernel_abi.h)
+  uint64_t submit_ns;     // CLOCK_MONOTONIC when the client submitted
+  uint64_t reserved;      // must be 0
+};
+static_assert(sizeof(RequestDescriptor) == 72, "the control-plane descriptor is 72 bytes");
+
+struct alignas(kCacheLine) DoorbellHeader {
+  uint32_t magic;
+  uint32_t version;
+  // SYNC POINT: clients fetch_add(seq_cst) after publishing a descriptor; the dispatcher
+  // futex-waits on it.
+  alignas(kCacheLine) std::atomic<uint32_t> ring;
+  // Nonzero while the dispatcher sleeps (or is about to) on `ring`; clients wake it only then.
+  alignas(kCacheLine) std::atomic<uint32_t> sleeping;
+};
+
+struct alignas(kCacheLine) ChannelHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t capacity;      // kRingCapacity
+  uint32_t reserved;
+  // SYNC POINT: producer (client) stores head with release after writing the slot.
+  alignas(kCacheLine) std::atomic<uint64_t> head;
+  // Consumer (server) progress, for the client's flow control only (the server keeps its own).
+  alignas(kCacheLine) std::atomic<uint64_t> tail;
+  alignas(kCacheLine) RequestDescriptor slots[kRingCapacity];
+};
+static_assert(offsetof(ChannelHeader, tail) - offsetof(ChannelHeader, head) >= kCacheLine,
+              "head and tail must be a cache line apart to prevent false sharing");
+
+// Region state word values (futex word).
+enum RegionState : uint32_t {
+  kIdle = 0,     // no request outstanding
+  kPending = 1,  // client submitted; server has not completed it yet
+  kDone = 2,     // completed; output and timestamps valid for `sequence`
+  kFailed = 3,   // completed with an error; `status` and `error` say which
+};
+
+// Per-request timestamps, CLOCK_MONOTONIC ns (the Fig. 12 stages).
+struct Timestamps {
+  uint64_t submitted;     // client pushed the descriptor
+  uint64_t dequeued;      // dispatcher copied it out of the ring and queued it in its bucket
+  uint64_t picked;        // bucket worker popped it from its priority queue
+  uint64_t device_start;  // kernel started on the device
+  uint64_t device_end;    // kernel finished on the device (output in host memory)
+  uint64_t completed;     // server published the state word
+};
+
+struct alignas(kCacheLine) RegionHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t kernel_id;
+  uint32_t reserved0;
+  uint64_t input_offset;     // from the start of the mapping
+  uint64_t input_capacity;
+  uint64_t output_offset;
+  uint64_t output_capacity;
+  uint64_t mapping_bytes;
+  char kernel_name[48];
+  // SYNC POINT: the client stores kPending before publishing the descriptor; the server
+  // exchanges kDone/kFailed (seq_cst) after writing everything below, then wakes waiters.
+  alignas(kCacheLine) std::atomic<uint32_t> state;
+  std::atomic<uint32_t> waiters;   // nonzero while a client thread futex-waits on `state`
+  uint64_t sequence;               // sequence of the request this completion belongs to
+  int32_t status;                  // paam::Errc of the completion
+  uint32_t reserved1;
+  uint64_t output_bytes;           // bytes of output written
+  Timestamps ts;
+  char error[kErrorTextBytes];     // NUL-terminated message when status != 0
+};
+
+inline constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Layout of a region of the given capacities.
+struct RegionLayout {
+  uint64_t input_offset, output_offset, mapping_bytes;
+};
+inline RegionLayout ComputeRegionLayout(uint64_t input_capacity, uint64_t output_capacity) {
+  RegionLayout l{};
+  l.input_offset = AlignUp(sizeof(RegionHeader), 4096);
+  l.output_offset = AlignUp(l.input_offset + input_capacity, 4096);
+  l.mapping_bytes = AlignUp(l.output_offset + output_capacity, 4096);
+  if (l.mapping_bytes == 0) l.mapping_bytes = 4096;
+  return l;
+}
+
+}  // namespace paam::shm

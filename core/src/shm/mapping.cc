@@ -1,0 +1,61 @@
+#include "shm/mapping.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace paam {
+
+namespace {
+Status SysError(const std::string& what) { return Status(Errc::kSystemError, what + ": " + std::strerror(errno)); }
+}  // namespace
+
+Mapping::Mapping(Mapping&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+Mapping& Mapping::operator=(Mapping&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void Mapping::Reset() {
+  if (data_ != nullptr) munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Result<Mapping> Mapping::Map(int fd, size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return SysError("mmap");
+  Mapping m;
+  m.data_ = p;
+  m.size_ = bytes;
+  return m;
+}
+
+Result<UniqueFd> CreateMemfd(const std::string& name, size_t bytes) {
+  UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return SysError("memfd_create");
+  if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return SysError("ftruncate");
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return SysError("memfd seal");
+  }
+  return fd;
+}
+
+Result<size_t> FdSize(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return SysError("fstat");
+  return static_cast<size_t>(st.st_size);
+}
+
+}  // namespace paam
