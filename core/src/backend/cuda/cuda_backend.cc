@@ -1,0 +1,486 @@
+// backend/cuda/cuda_backend.cc — see cuda_backend.h.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda.h>  // types of the driver's stream memory operations (resolved at run time)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "common/clock.h"
+
+namespace paam {
+namespace {
+
+std::string CudaText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+Status CudaFail(Errc code, std::string_view what, cudaError_t e) {
+  return Status(code, "cuda: " + std::string(what) + ": " + CudaText(e));
+}
+
+// Restores the calling thread's current device when it goes out of scope.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
+    if (saved_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    if (saved_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != saved_) cudaSetDevice(saved_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+// Parses "0,1" into device ordinals. Empty → all `count` devices.
+Result<std::vector<int>> ParseDevices(const std::string& text, int count) {
+  std::vector<int> out;
+  if (text.empty()) {
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || end == nullptr || *end != '\0' || v < 0 || v >= count) {
+      return Status(Errc::kInvalidArgument, "cuda: device '" + item + "' in cuda_devices '" + text +
+                                                "' is not one of the " + std::to_string(count) +
+                                                " visible GPUs");
+    }
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end()) {
+      return Status(Errc::kInvalidArgument, "cuda: device " + item + " named twice in '" + text + "'");
+    }
+    out.push_back(static_cast<int>(v));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// How a worker waits for its stream work (PAAM_CUDA_WAIT).
+enum class WaitKind {
+  kFlag,   // "spin" (default): the stream writes a sequence number into pinned host memory
+           // (cuStreamWriteValue32) and the worker spins on it without calling the driver
+  kPoll,   // "poll": cudaEventQuery in a loop (driver calls while spinning)
+  kBlock,  // "block": cudaEventSynchronize on a blocking-sync event (sleeps; slower wake-up)
+};
+
+using WriteValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+// Device buffers and pinned host ranges of one region.
+struct RegionState {
+  int ordinal = 0;
+  void* d_input = nullptr;
+  void* d_output = nullptr;
+  uint64_t input_capacity = 0;
+  uint64_t output_capacity = 0;
+  void* pinned[2] = {nullptr, nullptr};  // host ranges this backend registered (to unregister)
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() = default;
+  ~CudaBackend() override;
+
+  Status Init(const BackendOptions& options, const std::vector<int>& ordinals);
+
+  std::string_view name() const override { return "cuda"; }
+  int Levels() const override { return levels_; }
+  int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int Units() const override { return static_cast<int>(units_.size()); }
+
+  Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
+  Status AttachRegion(RegionMemory* region) override;
+  void DetachRegion(RegionMemory* region) override;
+  Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
+
+ private:
+  // One worker's stream and events. Used by one worker at a time (Backend contract).
+  struct Lane {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t kernel_begin = nullptr;
+    cudaEvent_t kernel_end = nullptr;
+    cudaEvent_t done = nullptr;
+    volatile uint32_t* flag = nullptr;  // kFlag: host word the stream writes `seq` into
+    CUdeviceptr flag_device = 0;
+    uint32_t seq = 0;
+  };
+  struct Unit {
+    int ordinal = 0;
+    std::string device_name;
+    std::vector<Lane> lanes;  // level l, lane j at lane_offset[l] + j
+    void* flags = nullptr;    // cudaHostAlloc'ed, one cache line per lane
+  };
+
+  Lane* LaneOf(int unit, int level, int lane) {
+    if (unit < 0 || unit >= Units() || level < 0 || level >= levels_ || lane < 0 || lane >= Lanes(level)) {
+      return nullptr;
+    }
+    return &units_[unit].lanes[lane_offset_[level] + lane];
+  }
+  cudaError_t Wait(Lane* lane) const;
+  Status SetUpFlags(Unit* unit);
+
+  // Constant after Init.
+  int levels_ = 1;
+  int best_effort_lanes_ = 1;
+  WaitKind wait_ = WaitKind::kFlag;
+  WriteValueFn write_value_ = nullptr;
+  std::vector<int> priority_;     // stream priority of each level
+  std::vector<int> lane_offset_;  // first lane index of each level
+  std::vector<Unit> units_;
+};
+
+CudaBackend::~CudaBackend() {
+  for (Unit& u : units_) {
+    DeviceGuard guard(u.ordinal);
+    for (Lane& l : u.lanes) {
+      if (l.stream != nullptr) cudaStreamSynchronize(l.stream);
+      if (l.kernel_begin != nullptr) cudaEventDestroy(l.kernel_begin);
+      if (l.kernel_end != nullptr) cudaEventDestroy(l.kernel_end);
+      if (l.done != nullptr) cudaEventDestroy(l.done);
+      if (l.stream != nullptr) cudaStreamDestroy(l.stream);
+    }
+    if (u.flags != nullptr) cudaFreeHost(u.flags);
+  }
+}
+
+constexpr size_t kFlagStride = 64;  // one cache line per lane's flag
+
+// Allocates the lanes' completion flags and checks once that the stream can write them;
+// falls back to event polling if this driver cannot.
+Status CudaBackend::SetUpFlags(Unit* unit) {
+  cudaError_t e = cudaHostAlloc(&unit->flags, kFlagStride * unit->lanes.size(),
+                                cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaHostAlloc", e);
+  std::memset(unit->flags, 0, kFlagStride * unit->lanes.size());
+  for (size_t i = 0; i < unit->lanes.size(); ++i) {
+    Lane& l = unit->lanes[i];
+    auto* host = static_cast<char*>(unit->flags) + i * kFlagStride;
+    void* dev = nullptr;
+    e = cudaHostGetDevicePointer(&dev, host, 0);
+    if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaHostGetDevicePointer", e);
+    l.flag = reinterpret_cast<volatile uint32_t*>(host);
+    l.flag_device = reinterpret_cast<CUdeviceptr>(dev);
+    CUresult r = write_value_(l.stream, l.flag_device, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS || cudaStreamSynchronize(l.stream) != cudaSuccess || *l.flag != 1) {
+      cudaGetLastError();
+      wait_ = WaitKind::kPoll;  // this driver will not write host memory from the stream
+      return Status::Ok();
+    }
+    l.seq = 1;
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& ordinals) {
+  const char* wait = std::getenv("PAAM_CUDA_WAIT");
+  const std::string_view wait_text = wait != nullptr ? wait : "spin";
+  if (wait_text == "spin") {
+    wait_ = WaitKind::kFlag;
+  } else if (wait_text == "poll") {
+    wait_ = WaitKind::kPoll;
+  } else if (wait_text == "block") {
+    wait_ = WaitKind::kBlock;
+  } else {
+    return Status(Errc::kInvalidArgument, "cuda: PAAM_CUDA_WAIT must be spin, poll or block, got '" +
+                                              std::string(wait_text) + "'");
+  }
+  if (wait_ == WaitKind::kFlag) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess && fn != nullptr) {
+      write_value_ = reinterpret_cast<WriteValueFn>(fn);
+    } else {
+      cudaGetLastError();
+      wait_ = WaitKind::kPoll;
+    }
+  }
+  best_effort_lanes_ = std::max(1, options.best_effort_lanes);
+
+  // The usable number of levels is the smallest range over the chosen GPUs.
+  int least = 0, greatest = 0, device_levels = 1 << 30;
+  for (int ord : ordinals) {
+    DeviceGuard guard(ord);
+    int lo = 0, hi = 0;
+    cudaError_t e = cudaDeviceGetStreamPriorityRange(&lo, &hi);
+    if (e != cudaSuccess) return CudaFail(Errc::kInvalidArgument, "cudaDeviceGetStreamPriorityRange", e);
+    if (lo - hi + 1 < device_levels) {
+      device_levels = lo - hi + 1;
+      least = lo;
+      greatest = hi;
+    }
+  }
+  levels_ = std::clamp(options.levels, 1, device_levels);
+  priority_.resize(levels_);
+  lane_offset_.resize(levels_);
+  int lanes_total = 0;
+  for (int l = 0; l < levels_; ++l) {
+    // level 0 → greatest (most urgent), level levels_-1 → least; one level → the default (least)
+    priority_[l] = levels_ == 1 ? least
+                                : greatest + (l * (least - greatest) + (levels_ - 1) / 2) / (levels_ - 1);
+    lane_offset_[l] = lanes_total;
+    lanes_total += Lanes(l);
+  }
+
+  for (int ord : ordinals) {
+    DeviceGuard guard(ord);
+    Unit u;
+    u.ordinal = ord;
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, ord) == cudaSuccess) u.device_name = prop.name;
+    int rc = cuda::PrepareCudaKernels(ord);
+    if (rc != 0) return CudaFail(Errc::kInvalidArgument, "loading kernels on GPU " + std::to_string(ord),
+                                 static_cast<cudaError_t>(rc));
+    u.lanes.resize(lanes_total);
+    units_.push_back(std::move(u));  // pushed first so that the destructor frees partial work
+    Unit& unit = units_.back();
+    for (int l = 0; l < levels_; ++l) {
+      for (int j = 0; j < Lanes(l); ++j) {
+        Lane& lane = unit.lanes[lane_offset_[l] + j];
+        cudaError_t e = cudaStreamCreateWithPriority(&lane.stream, cudaStreamNonBlocking, priority_[l]);
+        if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaStreamCreateWithPriority", e);
+        for (cudaEvent_t* ev : {&lane.kernel_begin, &lane.kernel_end}) {
+          e = cudaEventCreateWithFlags(ev, cudaEventDefault);
+          if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
+        }
+        e = cudaEventCreateWithFlags(&lane.done,
+                                     wait_ == WaitKind::kBlock ? cudaEventBlockingSync : cudaEventDefault);
+        if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
+      }
+    }
+    if (wait_ == WaitKind::kFlag) {
+      Status fs = SetUpFlags(&unit);
+      if (!fs.ok()) return fs;
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::PrepareWorker(int unit, int level, int lane, std::string* note) {
+  if (LaneOf(unit, level, lane) == nullptr) {
+    return Status(Errc::kInvalidArgument, "cuda: no worker (unit " + std::to_string(unit) + ", level " +
+                                              std::to_string(level) + ", lane " + std::to_string(lane) + ")");
+  }
+  const Unit& u = units_[unit];
+  cudaError_t e = cudaSetDevice(u.ordinal);
+  if (e != cudaSuccess) return CudaFail(Errc::kSystemError, "cudaSetDevice", e);
+  if (note != nullptr) {
+    *note = "cuda: GPU " + std::to_string(u.ordinal) + " (" + u.device_name + "), stream priority " +
+            std::to_string(priority_[level]) +
+            (wait_ == WaitKind::kFlag ? ", spin wait" : wait_ == WaitKind::kPoll ? ", poll wait" : ", blocking wait");
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::AttachRegion(RegionMemory* region) {
+  if (region == nullptr) return Status(Errc::kInvalidArgument, "cuda: null region");
+  if (region->backend_state != nullptr) return Status(Errc::kInvalidArgument, "cuda: region attached twice");
+  if (region->device_index < 0 || region->device_index >= Units()) {
+    return Status(Errc::kInvalidArgument, "cuda: region names unit " + std::to_string(region->device_index) +
+                                              " of " + std::to_string(Units()));
+  }
+  auto st = std::make_unique<RegionState>();
+  st->ordinal = units_[region->device_index].ordinal;
+  st->input_capacity = region->input_capacity;
+  st->output_capacity = region->output_capacity;
+  DeviceGuard guard(st->ordinal);
+
+  auto cleanup = [&st]() {
+    if (st->d_input != nullptr) cudaFree(st->d_input);
+    if (st->d_output != nullptr) cudaFree(st->d_output);
+    for (void* p : st->pinned) {
+      if (p != nullptr) cudaHostUnregister(p);
+    }
+  };
+  // Pin the whole mapping when known, else the input and output areas. Portable: usable from
+  // every GPU's context. Memory someone already pinned (a direct-mode caller) is used as is.
+  struct Range { void* p; uint64_t n; };
+  std::vector<Range> ranges;
+  if (region->base != nullptr && region->mapping_bytes > 0) {
+    ranges.push_back({region->base, region->mapping_bytes});
+  } else {
+    if (region->input != nullptr && region->input_capacity > 0) ranges.push_back({region->input, region->input_capacity});
+    if (region->output != nullptr && region->output_capacity > 0) ranges.push_back({region->output, region->output_capacity});
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    cudaError_t e = cudaHostRegister(ranges[i].p, ranges[i].n, cudaHostRegisterPortable);
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+      cudaGetLastError();  // not sticky; clear it
+      continue;
+    }
+    if (e != cudaSuccess) {
+      cleanup();
+      return CudaFail(Errc::kResourceExhausted, "cudaHostRegister of " + std::to_string(ranges[i].n) + " bytes", e);
+    }
+    st->pinned[i] = ranges[i].p;
+  }
+  // Device buffers: at least 256 bytes each so that kernels with tiny outputs have room.
+  cudaError_t e = cudaMalloc(&st->d_input, std::max<uint64_t>(st->input_capacity, 256));
+  if (e == cudaSuccess) e = cudaMalloc(&st->d_output, std::max<uint64_t>(st->output_capacity, 256));
+  if (e != cudaSuccess) {
+    cleanup();
+    return CudaFail(Errc::kResourceExhausted,
+                    "cudaMalloc of " + std::to_string(st->input_capacity + st->output_capacity) +
+                        " bytes on GPU " + std::to_string(st->ordinal), e);
+  }
+  region->backend_state = st.release();
+  return Status::Ok();
+}
+
+void CudaBackend::DetachRegion(RegionMemory* region) {
+  if (region == nullptr || region->backend_state == nullptr) return;
+  auto* st = static_cast<RegionState*>(region->backend_state);
+  {
+    DeviceGuard guard(st->ordinal);
+    cudaFree(st->d_input);
+    cudaFree(st->d_output);
+    for (void* p : st->pinned) {
+      if (p != nullptr) cudaHostUnregister(p);
+    }
+  }
+  delete st;
+  region->backend_state = nullptr;
+}
+
+cudaError_t CudaBackend::Wait(Lane* l) const {
+  if (wait_ == WaitKind::kBlock) return cudaEventSynchronize(l->done);
+  cudaError_t e;
+  if (wait_ == WaitKind::kPoll) {
+    while ((e = cudaEventQuery(l->done)) == cudaErrorNotReady) CpuRelax();
+    return e;
+  }
+  const uint32_t want = ++l->seq;
+  CUresult r = write_value_(l->stream, l->flag_device, want, CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r != CUDA_SUCCESS) {
+    while ((e = cudaEventQuery(l->done)) == cudaErrorNotReady) CpuRelax();
+    return e;
+  }
+  // SYNC POINT: the stream's write of `want` follows (in stream order, behind a system fence)
+  // the output copy, so seeing it means the output is in host memory.
+  uint32_t spins = 0;
+  while (__atomic_load_n(l->flag, __ATOMIC_ACQUIRE) != want) {
+    CpuRelax();
+    if ((++spins & 0x3ffu) == 0) {  // now and then ask the driver, to catch a failed stream
+      e = cudaEventQuery(l->done);
+      if (e != cudaSuccess && e != cudaErrorNotReady) return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes* times) {
+  RegionMemory* region = call.region;
+  if (region == nullptr || region->backend_state == nullptr || call.kernel == nullptr) {
+    return Status(Errc::kInvalidArgument, "cuda: run on a region that is not attached");
+  }
+  auto* st = static_cast<RegionState*>(region->backend_state);
+  Lane* l = LaneOf(region->device_index, level, lane);
+  if (l == nullptr) return Status(Errc::kInvalidArgument, "cuda: no such level/lane");
+  if (call.kernel->run_cuda == nullptr) {
+    return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name + "' has no CUDA version");
+  }
+  if (call.input_bytes > st->input_capacity) return Status(Errc::kInputTooLarge, "cuda: input exceeds region");
+  if (call.output_bytes > st->output_capacity) return Status(Errc::kOutputTooLarge, "cuda: output exceeds region");
+
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != st->ordinal) {
+    cudaError_t e = cudaSetDevice(st->ordinal);
+    if (e != cudaSuccess) return CudaFail(Errc::kKernelFailed, "cudaSetDevice", e);
+  }
+  cudaStream_t s = l->stream;
+  cudaError_t e = cudaSuccess;
+  if (call.input_bytes > 0) e = cudaMemcpyAsync(st->d_input, region->input, call.input_bytes, cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) e = cudaEventRecord(l->kernel_begin, s);
+  int krc = PAAM_KERNEL_OK;
+  if (e == cudaSuccess) {
+    paam_kernel_args args{};
+    args.input = st->d_input;
+    args.input_bytes = call.input_bytes;
+    args.output = st->d_output;
+    args.output_bytes = call.output_bytes;
+    std::memcpy(args.params, call.params, sizeof(args.params));
+    args.device = PAAM_DEVICE_CUDA;
+    args.stream = s;
+    args.level = level;
+    args.device_index = st->ordinal;
+    krc = call.kernel->run_cuda(&args);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess && krc == PAAM_KERNEL_OK) {
+    e = cudaEventRecord(l->kernel_end, s);
+    if (e == cudaSuccess && call.output_bytes > 0) {
+      e = cudaMemcpyAsync(region->output, st->d_output, call.output_bytes, cudaMemcpyDeviceToHost, s);
+    }
+  }
+  // Whatever happened, wait for what was enqueued: the buffers must be idle when Run returns.
+  cudaError_t re = cudaEventRecord(l->done, s);
+  cudaError_t we = re == cudaSuccess ? Wait(l) : cudaStreamSynchronize(s);
+  const uint64_t seen = NowNs();
+  if (e == cudaSuccess) e = re;
+  if (e == cudaSuccess) e = we;
+  if (e != cudaSuccess) return CudaFail(Errc::kKernelFailed, call.kernel->name, e);
+  if (krc != PAAM_KERNEL_OK) {
+    return Status(Errc::kKernelFailed, "cuda: kernel '" + call.kernel->name + "' returned " + std::to_string(krc));
+  }
+  if (times != nullptr) {
+    float kernel_ms = 0, tail_ms = 0;
+    cudaEventElapsedTime(&kernel_ms, l->kernel_begin, l->kernel_end);
+    cudaEventElapsedTime(&tail_ms, l->kernel_end, l->done);
+    times->end_ns = seen - static_cast<uint64_t>(static_cast<double>(tail_ms) * 1e6);
+    times->start_ns = times->end_ns - static_cast<uint64_t>(static_cast<double>(kernel_ms) * 1e6);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int CudaDeviceCount(std::string* why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why != nullptr) *why = "cudaGetDeviceCount: " + CudaText(e);
+    return 0;
+  }
+  if (n == 0 && why != nullptr) *why = "no CUDA device is visible";
+  return n;
+}
+
+void AttachCudaBuiltins(KernelRegistry* registry) {
+  size_t count = 0;
+  const cuda::CudaBuiltin* table = cuda::CudaBuiltins(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (KernelEntry* k = registry->FindMutable(table[i].name)) k->run_cuda = table[i].run_cuda;
+  }
+}
+
+Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry) {
+  std::string why;
+  const int count = CudaDeviceCount(&why);
+  if (count == 0) return Status(Errc::kInvalidArgument, "cuda backend: no usable GPU: " + why);
+  auto ordinals = ParseDevices(options.cuda_devices, count);
+  if (!ordinals.ok()) return ordinals.status();
+  auto backend = std::make_unique<CudaBackend>();
+  Status s = backend->Init(options, ordinals.value());
+  if (!s.ok()) return s;
+  if (registry != nullptr) AttachCudaBuiltins(registry);
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace paam

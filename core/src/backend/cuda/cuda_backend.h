@@ -1,0 +1,46 @@
+// backend/cuda/cuda_backend.h — the CUDA backend: one context per GPU, prioritized streams.
+//
+// One CUDA (primary) context per GPU for the whole process — paamd, or a client in direct
+// mode. Levels map onto CUDA stream priorities: the device's range (0 … −5 on H100/H200, six
+// levels) is asked at start, `options.levels` is clamped to it, level 0 gets the greatest
+// priority and the lowest level the least; levels in between are spread evenly. Every
+// (GPU, level, lane) has its own non-blocking stream and events, used by one worker at a time;
+// the lowest level has `options.best_effort_lanes` lanes (several best-effort kernels run
+// concurrently at the lowest priority), every other level one.
+//
+// Data plane: AttachRegion page-locks the region's mapping (cudaHostRegister) and allocates its
+// device input/output buffers on the region's GPU once; Run copies input in, runs the kernel and
+// copies output out asynchronously on the lane's stream, then waits for that stream work only.
+// Run allocates nothing on success. Waiting polls an event (spin, lowest latency, one core per
+// busy worker) unless PAAM_CUDA_WAIT=block is set in the environment, which sleeps in the driver.
+// DeviceTimes bracket the kernel: they come from events around it, anchored to CLOCK_MONOTONIC
+// at the moment completion is seen (about a microsecond of error with spin waiting).
+//
+// Thread safety: as for Backend. Run() sets the calling thread's current CUDA device to the
+// region's GPU if it differs; AttachRegion/DetachRegion restore the caller's current device.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "kernels/registry.h"
+#include "paam/status.h"
+
+namespace paam {
+
+// Creates the CUDA backend over `options.cuda_devices` ("0,1"; empty: every visible GPU) and
+// attaches the CUDA versions of the built-in kernels to `registry` (their run_cuda).
+// Fails with kInvalidArgument when no GPU or driver is present (the message says which) or a
+// device index is out of range, kResourceExhausted when streams or events cannot be made.
+Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry);
+
+// Number of CUDA devices this process sees; 0 when there is none or no usable driver, with
+// the reason in *why (if given). Safe to call on machines without a GPU (CI).
+int CudaDeviceCount(std::string* why = nullptr);
+
+// Sets run_cuda of the built-in kernels present in `registry` (vector_add, matmul, reduction,
+// histogram, spin). Needs no GPU. REQUIRES: no concurrent Find() on `registry`.
+void AttachCudaBuiltins(KernelRegistry* registry);
+
+}  // namespace paam

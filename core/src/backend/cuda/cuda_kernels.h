@@ -1,0 +1,59 @@
+// backend/cuda/cuda_kernels.h — CUDA versions of the built-in kernels.
+//
+// Each entry point has the `paam_kernel::run_cuda` signature: it enqueues its work on
+// `args->stream` (device pointers in `args->input` / `args->output`) and returns without
+// waiting. The caller (the CUDA backend, or a bench) synchronizes the stream.
+//
+// Short blocks. Inside one CUDA context a higher stream priority wins only at thread-block
+// boundaries: a block that runs is never stopped. Every kernel here is therefore cut into many
+// short blocks (a few to a few tens of microseconds on an H100), so a high-priority request
+// waits at most about one block of the lower buckets (the analysis' preemption cost κ).
+// `spin` holds the GPU for its duration through many blocks of one warp each, every block
+// busy for one "slice" timed by the GPU's %globaltimer (default kDefaultSpinSliceNs); matmul's
+// block time grows with k (one 64x64 output tile over the whole k).
+//
+// Thread safety: every entry point is reentrant (no state but a per-device occupancy cache
+// filled with relaxed atomics). They use the calling thread's current device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "paam/kernel_abi.h"
+
+namespace paam::cuda {
+
+// Time one block of `spin` stays busy, unless params[1] names another (in ns).
+inline constexpr uint64_t kDefaultSpinSliceNs = 20'000;
+
+// vector_add: (a: f32[n], b: f32[n]) -> f32[n]; params: n
+int VectorAddCuda(const paam_kernel_args* args);
+// matmul: (A: f32[m*k], B: f32[k*n]) -> f32[m*n], row-major; params: m, k, n
+int MatmulCuda(const paam_kernel_args* args);
+// reduction: (x: f32[n]) -> f32[1] sum; params: n
+int ReductionCuda(const paam_kernel_args* args);
+// histogram: (x: u8[n]) -> u32[256]; params: n
+int HistogramCuda(const paam_kernel_args* args);
+// spin: () -> u64 elapsed GPU ns (first block's start to the end of the last); params:
+// duration_ns, optional slice_ns (0: kDefaultSpinSliceNs). Work-conserving: it runs
+// ceil(duration / slice) waves of blocks that fill every block slot of the GPU, so when
+// higher-priority work takes slots it finishes later, like any other kernel.
+int SpinCuda(const paam_kernel_args* args);
+
+struct CudaBuiltin {
+  const char* name;
+  int (*run_cuda)(const paam_kernel_args*);
+};
+// The table above, by registry name. Static storage.
+const CudaBuiltin* CudaBuiltins(size_t* count);
+
+// Loads every built-in kernel's module on `device` and caches the figures `spin` needs, so
+// that the first request of each kernel pays no lazy module load (which may wait for kernels
+// already running). Registration time; changes the calling thread's current device to
+// `device`. Returns a cudaError_t value (0 = cudaSuccess).
+int PrepareCudaKernels(int device);
+
+// Number of `spin` blocks that fit on `device` at once (one wave). 0 if unknown.
+int SpinSlots(int device);
+
+}  // namespace paam::cuda

@@ -1,0 +1,455 @@
+// backend/cuda/gpu_bench.cc — paam_gpu_bench: GPU measurements that need only the kernels.
+//
+//   paam_gpu_bench info
+//   paam_gpu_bench preempt [--kernels matmul,reduction,vector_add,histogram] [--iters N]
+//                          [--warmup N] [--lead-us US] [--device D] [--json FILE]
+//   paam_gpu_bench kappa   [--slices-us 5,10,20,50,100] [--iters N] [--lp-ms MS] [--lead-us US]
+//                          [--device D] [--json FILE]
+//
+// preempt is the PAAM paper's Table I: in one context, two streams at the lowest and highest
+// priority, two identical buffer sets; the kernel is launched on the low-priority stream, then
+// (after --lead-us of host busy-waiting, 0 as in the paper) the same kernel on the
+// high-priority stream. The high-priority kernel's event-timed execution minus the same
+// kernel's time alone on that stream (measured just before, each iteration) is the
+// preemption delay. kappa measures the same delay for a one-block kernel arriving while
+// `spin` (with a given block slice) holds every block slot of the GPU.
+// Results: a table on stdout; raw per-iteration figures in the JSON file.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_kernels.h"
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                                           \
+  do {                                                                                             \
+    cudaError_t e_ = (expr);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+using Clock = std::chrono::steady_clock;
+
+void BusyWaitUs(double us) {
+  if (us <= 0) return;
+  auto end = Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(us * 1000));
+  while (Clock::now() < end) {
+  }
+}
+
+struct Args {
+  std::string command;
+  std::vector<std::string> kernels = {"matmul", "reduction", "vector_add", "histogram"};
+  std::vector<double> slices_us = {5, 10, 20, 50, 100};
+  int iters = 10000;
+  int warmup = 200;
+  double lead_us = 0;
+  double lp_ms = 2.0;
+  int device = 0;
+  uint64_t matmul = 1024;
+  uint64_t vector_n = uint64_t{1} << 24;
+  uint64_t reduction_n = uint64_t{1} << 24;
+  uint64_t histogram_n = uint64_t{1} << 26;
+  std::string json;
+};
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t c = s.find(',', p);
+    if (c == std::string::npos) c = s.size();
+    if (c > p) out.push_back(s.substr(p, c - p));
+    p = c + 1;
+  }
+  return out;
+}
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: paam_gpu_bench info|preempt|kappa [--kernels LIST] [--iters N] [--warmup N]\n"
+               "       [--lead-us US] [--slices-us LIST] [--lp-ms MS] [--device D] [--matmul N]\n"
+               "       [--vector-n N] [--reduction-n N] [--histogram-n N] [--json FILE]\n");
+  std::exit(64);
+}
+
+Args Parse(int argc, char** argv) {
+  if (argc < 2) Usage();
+  Args a;
+  a.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) Usage();
+    std::string v = argv[++i];
+    if (k == "--kernels") a.kernels = Split(v);
+    else if (k == "--iters") a.iters = std::stoi(v);
+    else if (k == "--warmup") a.warmup = std::stoi(v);
+    else if (k == "--lead-us") a.lead_us = std::stod(v);
+    else if (k == "--lp-ms") a.lp_ms = std::stod(v);
+    else if (k == "--device") a.device = std::stoi(v);
+    else if (k == "--matmul") a.matmul = std::stoull(v);
+    else if (k == "--vector-n") a.vector_n = std::stoull(v);
+    else if (k == "--reduction-n") a.reduction_n = std::stoull(v);
+    else if (k == "--histogram-n") a.histogram_n = std::stoull(v);
+    else if (k == "--json") a.json = v;
+    else if (k == "--slices-us") {
+      a.slices_us.clear();
+      for (auto& s : Split(v)) a.slices_us.push_back(std::stod(s));
+    } else {
+      Usage();
+    }
+  }
+  if (a.iters < 1 || a.warmup < 0) Usage();
+  return a;
+}
+
+// One kernel invocation on its own device buffers.
+struct Job {
+  std::function<int(const paam_kernel_args*)> run;
+  paam_kernel_args args{};
+  void* d_in = nullptr;
+  void* d_out = nullptr;
+
+  void Launch(cudaStream_t s) {
+    args.stream = s;
+    if (run(&args) != PAAM_KERNEL_OK) {
+      std::fprintf(stderr, "kernel launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+      std::exit(2);
+    }
+  }
+  void Free() {
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+};
+
+// A job for `name` with random input (fresh per job), sized by the options.
+Job MakeJob(const std::string& name, const Args& a, std::mt19937_64* rng, std::string* shape) {
+  Job j;
+  j.args.device = PAAM_DEVICE_CUDA;
+  uint64_t in = 0, out = 0;
+  std::vector<uint8_t> host;
+  auto floats = [&](uint64_t n) {
+    host.resize(n * 4);
+    std::uniform_real_distribution<float> d(-1, 1);
+    auto* f = reinterpret_cast<float*>(host.data());
+    for (uint64_t i = 0; i < n; ++i) f[i] = d(*rng);
+  };
+  if (name == "matmul") {
+    const uint64_t n = a.matmul;
+    j.run = paam::cuda::MatmulCuda;
+    j.args.params[0] = j.args.params[1] = j.args.params[2] = n;
+    floats(2 * n * n);
+    in = 2 * n * n * 4;
+    out = n * n * 4;
+    *shape = std::to_string(n) + "x" + std::to_string(n) + "x" + std::to_string(n);
+  } else if (name == "vector_add") {
+    j.run = paam::cuda::VectorAddCuda;
+    j.args.params[0] = a.vector_n;
+    floats(2 * a.vector_n);
+    in = 2 * a.vector_n * 4;
+    out = a.vector_n * 4;
+    *shape = "n=" + std::to_string(a.vector_n);
+  } else if (name == "reduction") {
+    j.run = paam::cuda::ReductionCuda;
+    j.args.params[0] = a.reduction_n;
+    floats(a.reduction_n);
+    in = a.reduction_n * 4;
+    out = 4;
+    *shape = "n=" + std::to_string(a.reduction_n);
+  } else if (name == "histogram") {
+    j.run = paam::cuda::HistogramCuda;
+    j.args.params[0] = a.histogram_n;
+    host.resize(a.histogram_n);
+    for (auto& b : host) b = static_cast<uint8_t>((*rng)() >> 17);
+    in = a.histogram_n;
+    out = 1024;
+    *shape = "n=" + std::to_string(a.histogram_n);
+  } else {
+    std::fprintf(stderr, "unknown kernel '%s'\n", name.c_str());
+    std::exit(64);
+  }
+  CHECK_CUDA(cudaMalloc(&j.d_in, std::max<uint64_t>(in, 256)));
+  CHECK_CUDA(cudaMalloc(&j.d_out, std::max<uint64_t>(out, 256)));
+  if (in > 0) CHECK_CUDA(cudaMemcpy(j.d_in, host.data(), in, cudaMemcpyHostToDevice));
+  j.args.input = j.d_in;
+  j.args.input_bytes = in;
+  j.args.output = j.d_out;
+  j.args.output_bytes = out;
+  return j;
+}
+
+struct Stats {
+  double mean = 0, max = 0, min = 0, std = 0, p50 = 0, p99 = 0;
+};
+Stats Summarize(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / v.size();
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.std = v.size() > 1 ? std::sqrt(sq / (v.size() - 1)) : 0;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.p50 = v[v.size() / 2];
+  s.p99 = v[std::min(v.size() - 1, static_cast<size_t>(v.size() * 0.99))];
+  return s;
+}
+
+std::string StatsJson(const Stats& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "{\"mean\": %.3f, \"max\": %.3f, \"min\": %.3f, \"std\": %.3f, \"p50\": %.3f, \"p99\": %.3f}",
+                s.mean, s.max, s.min, s.std, s.p50, s.p99);
+  return buf;
+}
+
+std::string ArrayJson(const std::vector<double>& v) {
+  std::string out = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.2f", i ? ", " : "", v[i]);
+    out += buf;
+  }
+  return out + "]";
+}
+
+std::string DeviceJson(int device) {
+  cudaDeviceProp p;
+  CHECK_CUDA(cudaGetDeviceProperties(&p, device));
+  int least = 0, greatest = 0;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"index\": %d, \"name\": \"%s\", \"sms\": %d, \"cc\": \"%d.%d\", \"stream_priority_least\": %d, "
+                "\"stream_priority_greatest\": %d, \"driver\": %d, \"runtime\": %d, \"spin_slots\": %d}",
+                device, p.name, p.multiProcessorCount, p.major, p.minor, least, greatest, driver, runtime,
+                paam::cuda::SpinSlots(device));
+  return buf;
+}
+
+void WriteJson(const std::string& path, const std::string& text) {
+  if (path.empty()) return;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::perror(path.c_str());
+    std::exit(1);
+  }
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+struct Streams {
+  cudaStream_t lp = nullptr, hp = nullptr;
+  int least = 0, greatest = 0;
+  Streams() {
+    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&lp, cudaStreamNonBlocking, least));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&hp, cudaStreamNonBlocking, greatest));
+  }
+  ~Streams() {
+    cudaStreamDestroy(lp);
+    cudaStreamDestroy(hp);
+  }
+};
+
+float Elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+
+int Preempt(const Args& a) {
+  Streams st;
+  cudaEvent_t hs, he, ls, le;
+  for (cudaEvent_t* e : {&hs, &he, &ls, &le}) CHECK_CUDA(cudaEventCreate(e));
+  std::mt19937_64 rng(7);
+  std::string json = "{\n  \"bench\": \"preempt\",\n  \"device\": " + DeviceJson(a.device) +
+                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"lead_us\": " + std::to_string(a.lead_us) +
+                     ",\n  \"kernels\": {";
+  std::printf("preemption delay, %d iterations, LP→HP lead %.1f us (us)\n", a.iters, a.lead_us);
+  std::printf("%-11s %-16s %9s %9s %9s %9s %9s %9s %8s\n", "kernel", "shape", "alone", "with_lp", "d_mean",
+              "d_max", "d_std", "d_p99", "hp_first");
+  bool first = true;
+  for (const std::string& name : a.kernels) {
+    std::string shape;
+    Job hp = MakeJob(name, a, &rng, &shape);
+    Job lp = MakeJob(name, a, &rng, &shape);
+    std::vector<double> alone, contended, delay, lp_alone;
+    int hp_first = 0;
+    for (int it = -a.warmup; it < a.iters; ++it) {
+      // alone, on the high-priority stream
+      CHECK_CUDA(cudaEventRecord(hs, st.hp));
+      hp.Launch(st.hp);
+      CHECK_CUDA(cudaEventRecord(he, st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      const double t_alone = Elapsed(hs, he) * 1e3;
+      // low-priority first, then the same kernel at high priority
+      CHECK_CUDA(cudaEventRecord(ls, st.lp));
+      lp.Launch(st.lp);
+      CHECK_CUDA(cudaEventRecord(le, st.lp));
+      BusyWaitUs(a.lead_us);
+      CHECK_CUDA(cudaEventRecord(hs, st.hp));
+      hp.Launch(st.hp);
+      CHECK_CUDA(cudaEventRecord(he, st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.lp));
+      if (it < 0) continue;
+      const double t_with = Elapsed(hs, he) * 1e3;
+      alone.push_back(t_alone);
+      contended.push_back(t_with);
+      delay.push_back(t_with - t_alone);
+      lp_alone.push_back(Elapsed(ls, le) * 1e3);
+      if (Elapsed(le, he) < 0) ++hp_first;  // HP ended before LP did
+    }
+    hp.Free();
+    lp.Free();
+    const Stats sa = Summarize(alone), sc = Summarize(contended), sd = Summarize(delay), sl = Summarize(lp_alone);
+    std::printf("%-11s %-16s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f%%\n", name.c_str(), shape.c_str(), sa.mean,
+                sc.mean, sd.mean, sd.max, sd.std, sd.p99, 100.0 * hp_first / a.iters);
+    json += std::string(first ? "" : ",") + "\n    \"" + name + "\": {\"shape\": \"" + shape +
+            "\", \"alone_us\": " + StatsJson(sa) + ", \"with_lp_us\": " + StatsJson(sc) +
+            ", \"delay_us\": " + StatsJson(sd) + ", \"lp_us\": " + StatsJson(sl) +
+            ", \"hp_finished_first\": " + std::to_string(static_cast<double>(hp_first) / a.iters) +
+            ",\n      \"raw_delay_us\": " + ArrayJson(delay) + "}";
+    first = false;
+  }
+  json += "\n  }\n}\n";
+  WriteJson(a.json, json);
+  return 0;
+}
+
+int Kappa(const Args& a) {
+  Streams st;
+  cudaEvent_t hs, he;
+  CHECK_CUDA(cudaEventCreate(&hs));
+  CHECK_CUDA(cudaEventCreate(&he));
+  std::mt19937_64 rng(11);
+  Args tiny = a;
+  tiny.vector_n = 1024;  // one block
+  std::string shape;
+  Job hp = MakeJob("vector_add", tiny, &rng, &shape);
+  unsigned long long* d_spin = nullptr;
+  CHECK_CUDA(cudaMalloc(&d_spin, 256));
+  paam_kernel_args spin{};
+  spin.device = PAAM_DEVICE_CUDA;
+  spin.output = d_spin;
+  spin.output_bytes = 8;
+  spin.params[0] = static_cast<uint64_t>(a.lp_ms * 1e6);
+
+  std::string json = "{\n  \"bench\": \"kappa\",\n  \"device\": " + DeviceJson(a.device) +
+                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"lead_us\": " + std::to_string(a.lead_us) +
+                     ",\n  \"lp_ms\": " + std::to_string(a.lp_ms) + ",\n  \"slices\": [";
+  std::printf("kappa: one-block vector_add at top priority while spin (%.1f ms) holds the GPU, lead %.0f us\n",
+              a.lp_ms, a.lead_us);
+  std::printf("%9s %9s %9s %9s %9s %9s %11s\n", "slice_us", "alone", "d_mean", "d_max", "d_std", "d_p99",
+              "spin_ms");
+  bool first = true;
+  for (double slice_us : a.slices_us) {
+    spin.params[1] = static_cast<uint64_t>(slice_us * 1000);
+    std::vector<double> delay, alone, spin_ms;
+    for (int it = -std::min(a.warmup, 20); it < a.iters; ++it) {
+      CHECK_CUDA(cudaEventRecord(hs, st.hp));
+      hp.Launch(st.hp);
+      CHECK_CUDA(cudaEventRecord(he, st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      const double t_alone = Elapsed(hs, he) * 1e3;
+      spin.stream = st.lp;
+      if (paam::cuda::SpinCuda(&spin) != PAAM_KERNEL_OK) {
+        std::fprintf(stderr, "spin launch failed\n");
+        return 2;
+      }
+      BusyWaitUs(a.lead_us);
+      CHECK_CUDA(cudaEventRecord(hs, st.hp));
+      hp.Launch(st.hp);
+      CHECK_CUDA(cudaEventRecord(he, st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.lp));
+      unsigned long long spin_ns = 0;
+      CHECK_CUDA(cudaMemcpy(&spin_ns, d_spin, 8, cudaMemcpyDeviceToHost));
+      if (it < 0) continue;
+      const double t_with = Elapsed(hs, he) * 1e3;
+      alone.push_back(t_alone);
+      delay.push_back(t_with - t_alone);
+      spin_ms.push_back(spin_ns / 1e6);
+    }
+    const Stats sd = Summarize(delay), sa = Summarize(alone), ss = Summarize(spin_ms);
+    std::printf("%9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f\n", slice_us, sa.mean, sd.mean, sd.max, sd.std, sd.p99,
+                ss.mean);
+    char head[64];
+    std::snprintf(head, sizeof head, "%.3f", slice_us);
+    json += std::string(first ? "" : ",") + "\n    {\"slice_us\": " + head + ", \"alone_us\": " + StatsJson(sa) +
+            ", \"delay_us\": " + StatsJson(sd) + ", \"spin_ms\": " + StatsJson(ss) +
+            ",\n     \"raw_delay_us\": " + ArrayJson(delay) + "}";
+    first = false;
+  }
+  // spin alone: requested against measured (GPU clock), default slice
+  json += "\n  ],\n  \"spin_alone\": [";
+  std::printf("spin alone (default slice %.0f us): requested_ms measured_ms (mean of 20)\n",
+              paam::cuda::kDefaultSpinSliceNs / 1e3);
+  spin.params[1] = 0;
+  first = true;
+  for (double ms : {0.1, 1.0, 5.0, 10.0}) {
+    spin.params[0] = static_cast<uint64_t>(ms * 1e6);
+    std::vector<double> got;
+    for (int i = 0; i < 21; ++i) {
+      spin.stream = st.hp;
+      if (paam::cuda::SpinCuda(&spin) != PAAM_KERNEL_OK) return 2;
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      unsigned long long ns = 0;
+      CHECK_CUDA(cudaMemcpy(&ns, d_spin, 8, cudaMemcpyDeviceToHost));
+      if (i > 0) got.push_back(ns / 1e6);
+    }
+    const Stats s = Summarize(got);
+    std::printf("  %8.3f %10.4f (max %.4f)\n", ms, s.mean, s.max);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s{\"requested_ms\": %.3f, \"measured_ms\": ", first ? "" : ", ", ms);
+    json += buf + StatsJson(s) + "}";
+    first = false;
+  }
+  json += "]\n}\n";
+  hp.Free();
+  cudaFree(d_spin);
+  WriteJson(a.json, json);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = Parse(argc, argv);
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::fprintf(stderr, "paam_gpu_bench: no CUDA device\n");
+    return 3;
+  }
+  CHECK_CUDA(cudaSetDevice(a.device));
+  if (paam::cuda::PrepareCudaKernels(a.device) != 0) {
+    std::fprintf(stderr, "paam_gpu_bench: cannot load kernels\n");
+    return 2;
+  }
+  if (a.command == "info") {
+    std::printf("%s\n", DeviceJson(a.device).c_str());
+    return 0;
+  }
+  if (a.command == "preempt") return Preempt(a);
+  if (a.command == "kappa") return Kappa(a);
+  Usage();
+}
