@@ -212,6 +212,10 @@ Status Server::Impl::Init() {
 
 void Server::Impl::Stop() {
   if (stop_.exchange(true)) return;
+  // Hang up on every client first, so that waiting clients learn at once that no answer is
+  // coming (a kernel that is running cannot be interrupted; its completion is not awaited).
+  if (control_thread_.joinable()) control_thread_.join();
+  for (auto& [fd, s] : sessions_) shutdown(fd, SHUT_RDWR);
   if (doorbell_ != nullptr) {
     doorbell_->ring.fetch_add(1);
     FutexWake(&doorbell_->ring);
@@ -221,7 +225,6 @@ void Server::Impl::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
-  if (control_thread_.joinable()) control_thread_.join();
   // Clients see their sockets hang up when sessions_ is destroyed.
   sessions_.clear();
   dying_.clear();
@@ -624,14 +627,14 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
     RemapBuckets();
     reply.bucket = static_cast<uint32_t>(s->bucket.load());
   }
-  std::vector<int> raw;
-  for (auto& f : fds) raw.push_back(f.get());
-  st = SendMessage(s->socket.get(), wire::Encode(reply), raw);
-  // The server keeps only the mappings; the descriptors close here (fds goes out of scope),
-  // so a reaped client leaves nothing behind in /proc/<paamd>/fd.
-  if (!st.ok()) return;  // the hang-up is noticed by the loop, which reaps the session
   registrations_.fetch_add(1);
   active_.fetch_add(1);
+  std::vector<int> raw;
+  for (auto& f : fds) raw.push_back(f.get());
+  // If the client is already gone, the loop notices the hang-up and reaps the session.
+  (void)SendMessage(s->socket.get(), wire::Encode(reply), raw);
+  // The server keeps only the mappings; the descriptors close here (fds goes out of scope),
+  // so a reaped client leaves nothing behind in /proc/<paamd>/fd.
   PAAM_VLOG("registered client %llu pid %d '%s' priority %u bucket %d unit %d (%s)",
             static_cast<unsigned long long>(s->id), static_cast<int>(s->peer.pid), s->name.c_str(), s->priority,
             s->bucket.load(), s->unit, decision.reason.c_str());

@@ -1,0 +1,122 @@
+// paam/client.h — the client library: register a callback with paamd and send it requests.
+//
+// A Client is one registration: one callback of one chain, with a fixed chain priority and a
+// fixed set of kernels. The server gives it one shared-memory region per kernel; the caller
+// writes the kernel's input straight into Input(k) (zero copy), then calls Call() (synchronous)
+// or Submit() + Wait() (asynchronous). Each region holds one request at a time.
+//
+// Thread safety:
+//   - Connect() and Close() must not race with other calls on the same Client.
+//   - Calls on *different* kernel indices may run concurrently from different threads.
+//   - Calls on the *same* kernel index must be serialized by the caller (a second Submit while
+//     one is outstanding returns kBusy).
+// Blocking: Call() and Wait() block according to the wait mode (spin, suspend or hybrid) and
+// always return within a bounded time if the server dies (kServerDied), never hang.
+// Allocation: after Connect(), Submit/Wait/Call allocate nothing on success and make no
+// system call except futex wait/wake (and a liveness check every liveness_check_ns while
+// waiting).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paam/status.h"
+#include "paam/types.h"
+
+namespace paam {
+
+struct ClientOptions {
+  // --- Behavior ---
+  std::string socket_path;          // default: DefaultSocketPath() (see paamd --help)
+  std::string name;                 // shown in the server's log
+  uint32_t priority = 0;            // chain priority, larger = more critical
+  std::vector<KernelDecl> kernels;  // kernels this callback will use, with max sizes
+  WaitMode wait = WaitMode::kSuspend;
+  std::optional<TimingModel> timing;  // for admission control; none = best-effort
+  Uuid callback_uuid{};             // all zero: a random one is drawn
+  int unit = -1;                    // accelerator unit (GPU) to use; -1: the server picks
+  int connect_timeout_ms = 5000;    // registration reply timeout
+
+  // --- Direct mode: run kernels in-process, no server (the "direct invocation" baseline) ---
+  bool direct = false;
+  std::string direct_backend = "cpu";
+  int direct_device_cpu = -1;       // cpu backend's device core (-1: last core, -2: none)
+  std::vector<std::string> plugins; // user kernels for direct mode
+
+  // --- Performance ---
+  uint64_t hybrid_spin_ns = 20'000;        // hybrid: spin this long, then suspend
+  uint64_t liveness_check_ns = 20'000'000; // while waiting, check the server this often
+};
+
+// Stage timestamps of the last completed request of a kernel, CLOCK_MONOTONIC ns.
+struct RequestTimestamps {
+  uint64_t submitted = 0, dequeued = 0, picked = 0, device_start = 0, device_end = 0, completed = 0,
+           woken = 0;
+};
+
+class Client {
+ public:
+  // Registers with the server (or prepares direct mode). Errors: kServerNotRunning,
+  // kNotAdmitted (message says which chain would miss and by how much), kUnknownKernel,
+  // kInputTooLarge, kVersionMismatch, kInvalidArgument.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Deregisters and unmaps. Idempotent. Outstanding requests are abandoned.
+  void Close();
+
+  // Index of a declared kernel, or -1.
+  int KernelIndex(std::string_view name) const;
+  int KernelCount() const;
+  const std::string& KernelName(int k) const;
+  // The region's input area (capacity = declared max input). Write input here, then Submit.
+  std::span<uint8_t> Input(int k);
+  // The region's output area (capacity = declared max output); valid after completion.
+  std::span<const uint8_t> Output(int k) const;
+
+  // Submit + Wait. timeout_ns 0 waits as long as the request takes (bounded if the server dies).
+  Status Call(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
+              uint64_t timeout_ns = 0);
+  // Queues a request for kernel k whose input is already in Input(k). kBusy if one is
+  // outstanding for k. In direct mode the kernel runs before Submit returns.
+  Status Submit(int k, uint64_t input_bytes, const uint64_t params[4]);
+  // Waits for the outstanding request of kernel k. On a timeout the request stays outstanding
+  // and Wait may be called again.
+  Status Wait(int k, uint64_t* output_bytes, uint64_t timeout_ns = 0);
+  // True when the outstanding request of k has completed (Wait would not block).
+  bool Ready(int k) const;
+  // True when a request of k was submitted and not yet collected by Wait.
+  bool Outstanding(int k) const;
+  RequestTimestamps Timestamps(int k) const;
+
+  uint32_t priority() const;
+  int bucket() const;              // bucket at registration time (0 = highest)
+  int buckets() const;             // buckets of the server
+  int unit() const;
+  uint64_t client_id() const;
+  int server_pid() const;
+  const std::string& admission() const;  // how admission control decided
+  bool direct() const;
+  WaitMode wait_mode() const;
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Default socket path: $PAAM_SOCKET, $XDG_RUNTIME_DIR/paam/paamd.sock, /tmp/paam-<uid>/paamd.sock.
+std::string DefaultSocketPath();
+
+// Built-in and loaded kernels: (name, signature) pairs of a fresh registry with the built-ins.
+std::vector<std::pair<std::string, std::string>> BuiltinKernelSignatures();
+
+}  // namespace paam

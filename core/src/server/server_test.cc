@@ -1,0 +1,312 @@
+// The server and client together, in one process (threads as clients). Multi-process cases
+// (kill -9 of a client, the server killed, many processes) live in python/tests.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/futex.h"
+#include "paam/c_api.h"
+#include "paam/client.h"
+#include "protocol/unix_socket.h"
+#include "protocol/wire.h"
+#include "server/server.h"
+#include "shm/layout.h"
+#include "shm/mapping.h"
+
+namespace paam {
+namespace {
+
+std::string TempSocket() {
+  static int counter = 0;
+  return "/tmp/paam-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".sock";
+}
+
+std::unique_ptr<Server> StartServer(int buckets = 1, uint64_t poll_ns = 50'000) {
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = buckets;
+  o.backend.device_cpu = -2;  // do not pin: tests run on small CI machines
+  o.poll_ns = poll_ns;
+  auto s = Server::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s.value());
+}
+
+std::unique_ptr<Client> Connect(const Server& server, uint32_t priority, std::vector<KernelDecl> kernels,
+                                WaitMode wait = WaitMode::kSuspend) {
+  ClientOptions o;
+  o.socket_path = server.socket_path();
+  o.priority = priority;
+  o.kernels = std::move(kernels);
+  o.wait = wait;
+  auto c = Client::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(c.value()) : nullptr;
+}
+
+const uint64_t kNoParams[4] = {0, 0, 0, 0};
+
+Status VectorAdd(Client& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float>* out) {
+  const int k = c.KernelIndex("vector_add");
+  const size_t n = a.size();
+  auto in = c.Input(k);
+  std::memcpy(in.data(), a.data(), n * 4);
+  std::memcpy(in.data() + n * 4, b.data(), n * 4);
+  uint64_t params[4] = {n, 0, 0, 0};
+  uint64_t out_bytes = 0;
+  Status st = c.Call(k, 2 * n * 4, params, &out_bytes);
+  if (st.ok()) {
+    out->resize(out_bytes / 4);
+    std::memcpy(out->data(), c.Output(k).data(), out_bytes);
+  }
+  return st;
+}
+
+class WaitModes : public ::testing::TestWithParam<WaitMode> {};
+
+TEST_P(WaitModes, RequestReturnsCorrectOutputAndTimestampsInStageOrder) {
+  auto server = StartServer();
+  auto c = Connect(*server, 5, {{"vector_add", 4096, 4096}}, GetParam());
+  ASSERT_NE(c, nullptr);
+  for (int iter = 0; iter < 50; ++iter) {
+    std::vector<float> a(100), b(100), out;
+    for (int i = 0; i < 100; ++i) {
+      a[i] = float(i + iter);
+      b[i] = float(2 * i);
+    }
+    Status st = VectorAdd(*c, a, b, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(out.size(), 100u);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(out[i], a[i] + b[i]);
+  }
+  RequestTimestamps t = c->Timestamps(0);
+  EXPECT_LE(t.submitted, t.dequeued);
+  EXPECT_LE(t.dequeued, t.picked);
+  EXPECT_LE(t.picked, t.device_start);
+  EXPECT_LE(t.device_start, t.device_end);
+  EXPECT_LE(t.device_end, t.completed);
+  EXPECT_LE(t.completed, t.woken);
+}
+
+TEST_P(WaitModes, AsyncSubmitLetsTheCallerWorkThenCollects) {
+  auto server = StartServer();
+  auto c = Connect(*server, 5, {{"spin", 0, 8}}, GetParam());
+  uint64_t params[4] = {20'000'000, 0, 0, 0};  // 20 ms
+  const uint64_t t0 = NowNs();
+  ASSERT_TRUE(c->Submit(0, 0, params).ok());
+  EXPECT_LT(NowNs() - t0, 15'000'000u) << "Submit must not wait for the kernel";
+  EXPECT_FALSE(c->Ready(0));
+  EXPECT_EQ(c->Submit(0, 0, params).code(), Errc::kBusy);
+  uint64_t out = 0;
+  ASSERT_TRUE(c->Wait(0, &out).ok());
+  EXPECT_TRUE(NowNs() - t0 >= 20'000'000u);
+  uint64_t elapsed;
+  std::memcpy(&elapsed, c->Output(0).data(), 8);
+  EXPECT_GE(elapsed, 20'000'000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, WaitModes, ::testing::Values(WaitMode::kSpin, WaitMode::kSuspend, WaitMode::kHybrid),
+                         [](const auto& info) { return std::string(WaitModeName(info.param)); });
+
+TEST(Server, QueuedRequestsRunByChainPriorityFifoAmongEquals) {
+  auto server = StartServer(/*buckets=*/1);
+  // A blocker occupies the single worker while the others queue up.
+  auto blocker = Connect(*server, 100, {{"spin", 0, 8}});
+  const std::vector<uint32_t> prios = {1, 5, 3, 5, 9, 3, 7};
+  std::vector<std::unique_ptr<Client>> clients;
+  for (uint32_t p : prios) clients.push_back(Connect(*server, p, {{"spin", 0, 8}}));
+  uint64_t block[4] = {300'000'000, 0, 0, 0};
+  ASSERT_TRUE(blocker->Submit(0, 0, block).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  uint64_t tiny[4] = {100'000, 0, 0, 0};
+  for (auto& c : clients) {
+    ASSERT_TRUE(c->Submit(0, 0, tiny).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // distinct arrival order
+  }
+  ASSERT_TRUE(blocker->Wait(0, nullptr).ok());
+  std::vector<std::pair<uint64_t, size_t>> starts;  // (device_start, index)
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ASSERT_TRUE(clients[i]->Wait(0, nullptr).ok());
+    starts.push_back({clients[i]->Timestamps(0).device_start, i});
+  }
+  std::sort(starts.begin(), starts.end());
+  std::vector<size_t> order;
+  for (auto& s : starts) order.push_back(s.second);
+  // priorities 9, 7, 5 (index 1 before 3), 3 (index 2 before 5), 1
+  EXPECT_EQ(order, (std::vector<size_t>{4, 6, 1, 3, 2, 5, 0}));
+}
+
+TEST(Server, BucketsFollowDownSamplingOfChainPriorities) {
+  auto server = StartServer(/*buckets=*/2);
+  ASSERT_EQ(server->buckets(), 2);
+  auto hi = Connect(*server, 10, {{"spin", 0, 8}});
+  auto lo = Connect(*server, 1, {{"spin", 0, 8}});
+  // Priorities {10, 1}, n = 2: rank 0 -> floor(0*2/2) = 0, rank 1 -> floor(1*2/2) = 1.
+  EXPECT_EQ(hi->bucket(), 0);
+  EXPECT_EQ(lo->bucket(), 1);
+}
+
+TEST(Server, HigherBucketRunsWhileLowerBucketIsBusy) {
+  auto server = StartServer(/*buckets=*/2);
+  auto hi = Connect(*server, 10, {{"spin", 0, 8}});
+  auto lo = Connect(*server, 1, {{"spin", 0, 8}});
+  uint64_t longp[4] = {400'000'000, 0, 0, 0}, shortp[4] = {1'000'000, 0, 0, 0};
+  ASSERT_TRUE(lo->Submit(0, 0, longp).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint64_t t0 = NowNs();
+  ASSERT_TRUE(hi->Call(0, 0, shortp, nullptr).ok());
+  EXPECT_LT(NowNs() - t0, 300'000'000u) << "the high bucket must not wait for the low bucket's kernel";
+  ASSERT_TRUE(lo->Wait(0, nullptr).ok());
+}
+
+TEST(Server, ClearErrorsForBadRequests) {
+  // Not running.
+  ClientOptions o;
+  o.socket_path = TempSocket();
+  o.kernels = {{"spin", 0, 8}};
+  auto none = Client::Connect(o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Errc::kServerNotRunning);
+  EXPECT_NE(none.status().message().find(o.socket_path), std::string::npos);
+
+  auto server = StartServer();
+  o.socket_path = server->socket_path();
+  o.kernels = {{"no_such_kernel", 16, 16}};
+  auto unknown = Client::Connect(o);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), Errc::kUnknownKernel);
+  EXPECT_NE(unknown.status().message().find("vector_add"), std::string::npos) << "lists the kernels that exist";
+
+  auto c = Connect(*server, 1, {{"vector_add", 64, 64}});
+  uint64_t params[4] = {100, 0, 0, 0};
+  EXPECT_EQ(c->Call(0, 800, params, nullptr).code(), Errc::kInputTooLarge);
+  params[0] = 4;
+  Status shape = c->Call(0, 24, params, nullptr);  // 24 bytes is not 2*4 floats
+  EXPECT_EQ(shape.code(), Errc::kInvalidArgument);
+  EXPECT_NE(shape.message().find("2*n floats"), std::string::npos) << shape.message();
+  std::vector<float> out;
+  EXPECT_TRUE(VectorAdd(*c, {1, 2}, {3, 4}, &out).ok()) << "the client still works after errors";
+  EXPECT_EQ(out, (std::vector<float>{4, 6}));
+}
+
+TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
+  auto server = StartServer();
+  // A raw client that registers, then scribbles over its ring and rings the doorbell.
+  auto sock = ConnectUnix(server->socket_path());
+  ASSERT_TRUE(sock.ok());
+  wire::RegisterRequest req;
+  req.version = shm::kProtocolVersion;
+  req.chain_priority = 3;
+  req.kernels = {{"vector_add", 64, 64}};
+  ASSERT_TRUE(SendMessage(sock->get(), wire::Encode(req)).ok());
+  std::vector<uint8_t> bytes;
+  std::vector<UniqueFd> fds;
+  ASSERT_TRUE(RecvMessage(sock->get(), &bytes, &fds, 2000).ok());
+  auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->status, Errc::kOk);
+  auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes);
+  auto ch = Mapping::Map(fds[1].get(), reply->channel_bytes);
+  auto rg = Mapping::Map(fds[2].get(), reply->regions[0].mapping_bytes);
+  ASSERT_TRUE(db.ok() && ch.ok() && rg.ok());
+  auto* channel = ch->as<shm::ChannelHeader>();
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 20; ++round) {
+    auto* raw = reinterpret_cast<uint64_t*>(channel->slots);
+    for (size_t i = 0; i < sizeof(channel->slots) / 8; ++i) raw[i] = rng();
+    // Also corrupt the region header the server must not trust.
+    auto* h = rg->as<shm::RegionHeader>();
+    h->input_capacity = rng();
+    h->output_offset = rng();
+    channel->head.store(round % 3 == 0 ? rng() : channel->head.load() + (rng() % 70));
+    db->as<shm::DoorbellHeader>()->ring.fetch_add(1);
+    FutexWake(&db->as<shm::DoorbellHeader>()->ring);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // An honest client is served correctly.
+  auto c = Connect(*server, 1, {{"vector_add", 64, 64}});
+  std::vector<float> out;
+  ASSERT_TRUE(VectorAdd(*c, {1, 2, 3}, {1, 1, 1}, &out).ok());
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 4}));
+  EXPECT_GT(server->Stats().protocol_errors + server->Stats().requests_failed, 0u);
+}
+
+TEST(Server, ClientGetsServerDiedWithinBoundedTime) {
+  auto server = StartServer();
+  auto c = Connect(*server, 1, {{"spin", 0, 8}}, WaitMode::kSuspend);
+  uint64_t params[4] = {2'000'000'000, 0, 0, 0};  // 2 s
+  ASSERT_TRUE(c->Submit(0, 0, params).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::thread stopper([&] { server->Stop(); });
+  const uint64_t t0 = NowNs();
+  Status st = c->Wait(0, nullptr);
+  const uint64_t waited = NowNs() - t0;
+  stopper.join();
+  EXPECT_EQ(st.code(), Errc::kServerDied) << st.ToString();
+  EXPECT_LT(waited, 1'000'000'000u) << "the error must come well before the 2 s kernel would end";
+}
+
+TEST(Server, DeregistrationFreesTheClientAndTimeoutsKeepTheRequest) {
+  auto server = StartServer();
+  auto c = Connect(*server, 1, {{"spin", 0, 8}}, WaitMode::kHybrid);
+  EXPECT_EQ(server->Stats().active_clients, 1u);
+  uint64_t params[4] = {50'000'000, 0, 0, 0};
+  ASSERT_TRUE(c->Submit(0, 0, params).ok());
+  EXPECT_EQ(c->Wait(0, nullptr, 1'000'000).code(), Errc::kTimeout);
+  EXPECT_TRUE(c->Wait(0, nullptr).ok()) << "a timed-out request can still be collected";
+  c->Close();
+  for (int i = 0; i < 100 && server->Stats().active_clients != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(server->Stats().active_clients, 0u);
+  EXPECT_EQ(server->Stats().clients_reaped, 0u) << "an orderly deregistration is not a reap";
+}
+
+TEST(Server, DirectModeRunsTheSameKernelsWithoutAServer) {
+  ClientOptions o;
+  o.socket_path = TempSocket();  // nobody listens: direct mode must not care
+  o.direct = true;
+  o.direct_device_cpu = -2;
+  o.kernels = {{"vector_add", 64, 64}};
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> out;
+  ASSERT_TRUE(VectorAdd(**c, {1, 2}, {10, 20}, &out).ok());
+  EXPECT_EQ(out, (std::vector<float>{11, 22}));
+  o.kernels = {{"nope", 1, 1}};
+  EXPECT_EQ(Client::Connect(o).status().code(), Errc::kUnknownKernel);
+}
+
+TEST(CApi, ConnectCallAndErrors) {
+  auto server = StartServer();
+  std::string path = server->socket_path();
+  const char* names[] = {"reduction"};
+  uint64_t in[] = {64}, out[] = {8};
+  paam_client_options o{path.c_str(), "c-test", 4, 1, names, in, out, PAAM_WAIT_SPIN, 0};
+  paam_client* c = nullptr;
+  char err[256];
+  ASSERT_EQ(paam_client_connect(&o, &c, err, sizeof(err)), 0) << err;
+  int k = paam_client_kernel_index(c, "reduction");
+  ASSERT_EQ(k, 0);
+  uint64_t cap = 0;
+  auto* x = static_cast<float*>(paam_client_input(c, k, &cap));
+  ASSERT_EQ(cap, 64u);
+  for (int i = 0; i < 4; ++i) x[i] = float(i + 1);
+  uint64_t params[4] = {4, 0, 0, 0}, out_bytes = 0;
+  ASSERT_EQ(paam_client_call(c, k, 16, params, &out_bytes, 0, err, sizeof(err)), 0) << err;
+  float sum;
+  std::memcpy(&sum, paam_client_output(c, k, nullptr), 4);
+  EXPECT_EQ(sum, 10.0f);
+  EXPECT_EQ(paam_client_call(c, k, 1000, params, &out_bytes, 0, err, sizeof(err)),
+            static_cast<int>(Errc::kInputTooLarge));
+  EXPECT_STREQ(paam_error_name(static_cast<int>(Errc::kInputTooLarge)), "input_too_large");
+  paam_client_close(c);
+}
+
+}  // namespace
+}  // namespace paam
