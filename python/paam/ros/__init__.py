@@ -1,0 +1,75 @@
+"""PAAM in ROS 2 (rclpy, Jazzy).
+
+* :class:`PicasExecutor` — PiCAS's priority-driven executor: per-entity callback priorities or
+  priorities inherited from chains, always the highest-priority ready callback, SCHED_FIFO and
+  CPU affinity for the spinning thread (``set_executor_priority_cpu``, ``spin_rt``).
+* :class:`Chain`, :class:`CallbackSpec` — a chain declared once, from which the executor's
+  priorities, the real-time settings and each callback's paam registration and timing model come.
+* :class:`RemoteClient` — the API of ``paam.Client`` for a process on another machine, through a
+  ``paam bridge`` running beside that machine's ``paamd``.
+* :class:`Bridge` — the bridge node (``paam bridge`` on the command line).
+
+Lifecycle of a node that uses the accelerator::
+
+    chain = paam.ros.Chain("perception", priority=10, period_ms=100,
+                           callbacks=[paam.ros.CallbackSpec("detect", cpu_wcet_ms=2,
+                                                            segments_ms=[5], kernels=["spin"])])
+    executor = paam.ros.PicasExecutor()
+    timer = chain.bind("detect", node.create_timer(0.1, on_timer))
+    chain.configure_executor(executor)          # callback priorities + SCHED_FIFO/affinity
+    client = chain.client("detect")            # registered at the chain's priority
+    executor.add_node(node)
+    executor.spin_rt()
+
+Names are imported on first use, so ``import paam.ros`` works without ROS 2 installed; using
+anything that needs rclpy then raises ImportError with the setup command.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "PicasExecutor": "paam.ros.executor",
+    "PickStats": "paam.ros.executor",
+    "Chain": "paam.ros.helpers",
+    "CallbackSpec": "paam.ros.helpers",
+    "picas_callback_priorities": "paam.ros.helpers",
+    "await_result": "paam.ros.helpers",
+    "RemoteClient": "paam.ros.remote",
+    "Bridge": "paam.ros.bridge",
+    "RtReport": "paam.ros.rt",
+    "apply_rt": "paam.ros.rt",
+}
+
+__all__ = sorted(_EXPORTS)
+
+ROS_MISSING_HINT = ("ROS 2 (rclpy) is not installed in this environment: run `make ros` "
+                    "(pip install -r scripts/requirements-ros.txt, then ros2/build_msgs.sh)")
+
+
+def ros_available() -> bool:
+    """True when rclpy and paam_msgs import."""
+    try:
+        importlib.import_module("rclpy")
+        importlib.import_module("paam_msgs.msg")
+    except ImportError:
+        return False
+    return True
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'paam.ros' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as err:
+        if err.name and (err.name.startswith("rclpy") or err.name.startswith("paam_msgs")):
+            raise ImportError(f"paam.ros.{name}: {ROS_MISSING_HINT}") from err
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))

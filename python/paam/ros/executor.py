@@ -1,0 +1,323 @@
+"""PiCAS's priority-driven executor for rclpy.
+
+:class:`PicasExecutor` is a single-threaded rclpy executor with PiCAS semantics (Choi, Xiang, Kim,
+RTAS 2021):
+
+* every timer, subscription, service, client, guard condition and waitable can be given a
+  callback priority (:meth:`PicasExecutor.set_callback_priority`), or inherit one from its chain
+  (:meth:`PicasExecutor.add_chain`, PiCAS Algorithm 1); larger is more critical;
+* each time the executor picks work it re-polls readiness and runs the highest-priority ready
+  callback, FIFO among equal priorities (by the wait in which the executor first saw it ready);
+  never the stock executor's sweep over everything that was ready at one wait in type order
+  (timers, subscriptions, guards, clients, services);
+* :meth:`PicasExecutor.set_executor_priority_cpu` then :meth:`PicasExecutor.spin_rt` run the
+  executor's thread under SCHED_FIFO pinned to one CPU when permitted, and report clearly when not.
+
+How it works. Jazzy's ``Executor._wait_for_ready_callbacks`` generator builds a wait set, waits,
+and yields a handler task per ready entity (marking the entity so it is not waited on again until
+its handler runs); unfinished tasks stay in ``Executor._tasks`` and are yielded again by the next
+generator. The stock executor consumes that generator one handler per ``spin_once`` and only waits
+again once it is exhausted. This executor drains a fresh generator on every pick (waiting with a
+zero timeout when handlers are already pending, so new arrivals are seen without blocking), then
+runs the best candidate. The rclpy internals used are ``_wait_for_ready_callbacks`` and
+``_tasks``/``_tasks_lock``; both are stable across Jazzy releases (rclpy 7.1).
+
+Coroutine callbacks (``async def``) that are suspended on an rclpy Future are candidates again only
+once that Future is done; the executor wakes itself when it completes, even from another thread.
+
+Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
+:meth:`set_callback_priority` may be called from any thread.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import threading
+import time
+import weakref
+from typing import Callable, Optional
+
+from rclpy.executors import (ConditionReachedException, Executor, ShutdownException,
+                             TimeoutException, TimeoutObject)
+from rclpy.task import Future, Task
+
+from paam.ros.rt import RtReport, apply_rt
+
+__all__ = ["PicasExecutor", "PickStats"]
+
+# The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
+# callback waits for.
+_FUTURE_AWAIT_CODE = Future.__await__.__code__
+
+
+class PickStats:
+    """Counters of the executor's own work, for benchmarks (not thread-safe; read after spin).
+
+    ``refresh_ns``: time spent re-polling readiness (wait-set rebuild and a wait; when the executor
+    had nothing pending this includes blocking for work). ``choose_ns``: time spent choosing the
+    highest-priority candidate. ``picks``: callbacks run.
+    """
+
+    __slots__ = ("picks", "refresh_ns", "choose_ns", "max_candidates")
+
+    def __init__(self) -> None:
+        self.picks = 0
+        self.refresh_ns = 0
+        self.choose_ns = 0
+        self.max_candidates = 0
+
+    def __repr__(self) -> str:
+        return (f"PickStats(picks={self.picks}, refresh_ns={self.refresh_ns}, "
+                f"choose_ns={self.choose_ns}, max_candidates={self.max_candidates})")
+
+
+class PicasExecutor(Executor):
+    """Single-threaded executor that always runs the highest-priority ready callback.
+
+    :param context: the rclpy context, or ``None`` for the default one.
+    :param default_priority: callback priority of entities never given one, and of tasks created
+        with :meth:`create_task` (for example rclpy's done-callbacks). Default 0.
+    :param callback_priority: start with priority scheduling enabled (PiCAS's
+        ``enable_callback_priority``); when disabled the executor behaves exactly like rclpy's
+        ``SingleThreadedExecutor``.
+
+    :Example:
+        >>> executor = PicasExecutor()
+        >>> executor.add_node(node)
+        >>> executor.set_callback_priority(high_timer, 20)
+        >>> executor.set_callback_priority(low_sub, 10)
+        >>> executor.set_executor_priority_cpu(80, 1)
+        >>> executor.spin_rt()
+    """
+
+    def __init__(self, *, context=None, default_priority: int = 0,
+                 callback_priority: bool = True) -> None:
+        super().__init__(context=context)
+        self.default_priority = int(default_priority)
+        self._priority_enabled = bool(callback_priority)
+        self._priorities: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+        self._prio_lock = threading.Lock()
+        # First time each task was seen ready: FIFO among equal priorities.
+        self._first_seen: "weakref.WeakKeyDictionary[Task, int]" = weakref.WeakKeyDictionary()
+        self._seq = itertools.count()
+        # Futures we already asked to wake us when done (ids of live futures).
+        self._hooked: "weakref.WeakSet[Future]" = weakref.WeakSet()
+        self._rt_priority: Optional[int] = None
+        self._rt_cpu: Optional[int] = None
+        self.rt_report: Optional[RtReport] = None
+        self.stats = PickStats()
+        # Called with (entity, priority) just before each callback runs; tests and tracing.
+        self.on_pick: Optional[Callable[[object, int], None]] = None
+
+    # -- PiCAS API -----------------------------------------------------------------------------
+
+    def enable_callback_priority(self) -> None:
+        """Choose by callback priority (the default)."""
+        self._priority_enabled = True
+
+    def disable_callback_priority(self) -> None:
+        """Behave like rclpy's SingleThreadedExecutor."""
+        self._priority_enabled = False
+
+    @property
+    def callback_priority_enabled(self) -> bool:
+        return self._priority_enabled
+
+    def set_callback_priority(self, entity: object, priority: int) -> None:
+        """Give a timer, subscription, service, client, guard condition or waitable a priority.
+
+        Larger is more critical. Takes effect at the executor's next pick.
+        """
+        with self._prio_lock:
+            self._priorities[entity] = int(priority)
+
+    def callback_priority(self, entity: object) -> int:
+        """The priority the executor uses for ``entity`` (``default_priority`` if none set)."""
+        if entity is None:
+            return self.default_priority
+        with self._prio_lock:
+            return self._priorities.get(entity, self.default_priority)
+
+    def add_chain(self, chain, entities: "dict[str, object] | None" = None) -> "dict[str, int]":
+        """Let the callbacks of a :class:`paam.ros.Chain` inherit priorities from it.
+
+        ``entities`` maps callback names to rclpy entities (those bound with ``chain.bind`` are
+        used otherwise). Callback priorities of all chains added to this executor are recomputed
+        with PiCAS Algorithm 1 (chains by ascending chain priority, callbacks in chain order,
+        priorities 1, 2, 3, ...), so a callback of a more critical chain always wins, and within a
+        chain a later stage wins. Returns the callback-name → priority map of ``chain``.
+        """
+        from paam.ros.helpers import picas_callback_priorities
+        if entities:
+            for name, entity in entities.items():
+                chain.bind(name, entity)
+        chains = getattr(self, "_chains", [])
+        if chain not in chains:
+            chains.append(chain)
+        self._chains = chains
+        table = picas_callback_priorities(chains)
+        for c in chains:
+            for name, entity in c.bound_entities().items():
+                self.set_callback_priority(entity, table[(c.name, name)])
+        return {name: table[(chain.name, name)] for name in chain.callback_names}
+
+    def set_executor_priority_cpu(self, rt_priority: Optional[int], cpu: Optional[int]) -> None:
+        """Ask for SCHED_FIFO ``rt_priority`` and affinity to ``cpu`` for the spinning thread.
+
+        Applied by :meth:`spin_rt` (or :meth:`apply_rt`) in the thread that spins; ``None`` leaves
+        a knob alone. What was applied, and why not, is in :attr:`rt_report`.
+        """
+        self._rt_priority = rt_priority
+        self._rt_cpu = cpu
+
+    def apply_rt(self) -> RtReport:
+        """Apply the settings of :meth:`set_executor_priority_cpu` to the calling thread."""
+        self.rt_report = apply_rt(self._rt_priority, self._rt_cpu)
+        return self.rt_report
+
+    def spin_rt(self, *, log: Optional[Callable[[str], None]] = None) -> None:
+        """Apply the real-time settings to the calling thread, report them, and spin.
+
+        :param log: where the report goes (a node logger's ``info``/``warning``); stderr when
+            ``None``. A denied setting is reported and the executor spins regardless.
+        """
+        report = self.apply_rt()
+        if self._rt_priority is not None or self._rt_cpu is not None:
+            text = f"PicasExecutor real-time settings: {report}"
+            if log is not None:
+                log(text)
+            else:
+                import sys
+                print(text, file=sys.stderr)
+        self.spin()
+
+    # -- spinning ------------------------------------------------------------------------------
+
+    def spin_once(self, timeout_sec: Optional[float] = None) -> None:
+        """Wait for work (at most ``timeout_sec``; forever if ``None``) and run one callback."""
+        self._spin_once_impl(timeout_sec)
+
+    def spin_once_until_future_complete(self, future: Future, timeout_sec=None) -> None:
+        future.add_done_callback(lambda _: self.wake())
+        self._spin_once_impl(timeout_sec, future.done)
+
+    def _spin_once_impl(self, timeout_sec, condition: Callable[[], bool] = lambda: False) -> None:
+        if not self._priority_enabled:
+            self._spin_once_stock(timeout_sec, condition)
+            return
+        t0 = time.perf_counter_ns()
+        candidates = self._refresh(timeout_sec, condition)
+        t1 = time.perf_counter_ns()
+        if not candidates:
+            self.stats.refresh_ns += t1 - t0
+            return
+        best = None
+        best_key = None
+        for task, entity in candidates:
+            key = (self.callback_priority(entity), -self._first_seen[task])
+            if best_key is None or key > best_key:
+                best, best_key = (task, entity), key
+        t2 = time.perf_counter_ns()
+        st = self.stats
+        st.refresh_ns += t1 - t0
+        st.choose_ns += t2 - t1
+        st.picks += 1
+        if len(candidates) > st.max_candidates:
+            st.max_candidates = len(candidates)
+        task, entity = best
+        if self.on_pick is not None:
+            self.on_pick(entity, best_key[0])
+        task()
+        if task.exception() is not None:
+            raise task.exception()
+        task.result()
+
+    def _spin_once_stock(self, timeout_sec, condition) -> None:
+        # rclpy's SingleThreadedExecutor._spin_once_impl, kept so the switch is exact.
+        try:
+            handler, _entity, _node = self.wait_for_ready_callbacks(timeout_sec, None, condition)
+        except (ShutdownException, TimeoutException, ConditionReachedException):
+            return
+        handler()
+        if handler.exception() is not None:
+            raise handler.exception()
+        handler.result()
+
+    def _pending_entries(self) -> "list[tuple[Task, object]]":
+        with self._tasks_lock:
+            tasks = list(self._tasks)
+        return [(t, e) for t, e, _n in tasks if not t.executing() and not t.done()
+                and not t.cancelled()]
+
+    def _refresh(self, timeout_sec, condition) -> "list[tuple[Task, object]]":
+        """Re-poll readiness; return the runnable (task, entity) candidates."""
+        pending = self._pending_entries()
+        # Never block while a handler is already waiting to run: poll instead.
+        if any(self._runnable(t) for t, _e in pending):
+            timeout_sec = 0.0
+        # Entities that already have a handler waiting to run. rclpy re-yields a guard condition
+        # whose trigger is not yet handled at every sweep; one handler per trigger is enough.
+        waiting = {id(e) for t, e in pending if e is not None and not _started(t)}
+        if isinstance(timeout_sec, TimeoutObject):
+            timeout_sec = timeout_sec.timeout
+        # A fresh generator each pick; the base class keeps its own in _cb_iter for the stock path.
+        gen = self._wait_for_ready_callbacks(timeout_sec, None, condition)
+        try:
+            for task, entity, _node in gen:
+                if (entity is not None and task not in self._first_seen
+                        and not _started(task) and id(entity) in waiting):
+                    task.cancel()  # a duplicate: closes its coroutine, rclpy drops it
+                    continue
+                if entity is not None and not _started(task):
+                    waiting.add(id(entity))
+        except (TimeoutException, ConditionReachedException):
+            pass
+        except ShutdownException:
+            return []
+        finally:
+            gen.close()
+        out = []
+        for task, entity in self._pending_entries():
+            if task not in self._first_seen:
+                self._first_seen[task] = next(self._seq)
+            if self._runnable(task):
+                out.append((task, entity))
+        return out
+
+    def _runnable(self, task: Task) -> bool:
+        """False for a coroutine task suspended on an rclpy Future that is still pending."""
+        if not _started(task):
+            return True  # not started yet, or a plain function
+        coro = task._handler
+        awaited = _awaited_future(coro)
+        if awaited is None or awaited.done() or awaited.cancelled():
+            return True
+        if awaited not in self._hooked:
+            self._hooked.add(awaited)
+            awaited.add_done_callback(lambda _f: self.wake())
+            if awaited.done():  # completed between the check and the hook
+                return True
+        return False
+
+
+def _started(task: Task) -> bool:
+    """True for a coroutine task that ran and is suspended at an ``await``."""
+    coro = task._handler
+    return (inspect.iscoroutine(coro)
+            and inspect.getcoroutinestate(coro) == inspect.CORO_SUSPENDED)
+
+
+def _awaited_future(coro) -> Optional[Future]:
+    """Follow a suspended coroutine's await chain down to the rclpy Future it waits on."""
+    obj = coro
+    for _ in range(64):  # bounded: await chains are short
+        if obj is None:
+            return None
+        if inspect.isgenerator(obj):
+            if obj.gi_code is _FUTURE_AWAIT_CODE and obj.gi_frame is not None:
+                fut = obj.gi_frame.f_locals.get("self")
+                return fut if isinstance(fut, Future) else None
+            obj = obj.gi_yieldfrom
+        else:
+            obj = getattr(obj, "cr_await", None)
+    return None

@@ -1,0 +1,240 @@
+"""Chains declared once, and paam clients used from rclpy callbacks.
+
+A :class:`Chain` holds what PAAM's analysis and PiCAS need to know about one processing chain —
+priority, period, deadline, the executor it runs on, and its callbacks in order with their CPU
+WCET, accelerator segments and kernels. From that one declaration come:
+
+* the executor's callback priorities (:meth:`PicasExecutor.add_chain`, PiCAS Algorithm 1),
+* the executor's real-time settings (:meth:`Chain.configure_executor`),
+* each callback's paam registration with the chain's priority and its timing model
+  (:meth:`Chain.client`, :meth:`Chain.remote_client`),
+
+so the three cannot disagree.
+
+Using a client inside a callback (the PAAM paper's Fig. 6):
+
+* synchronous: ``out = client.request(...)`` — the executor thread waits (spin or suspend, the
+  chain's ``executor_wait``); the analysis models exactly this (callbacks are non-preemptive);
+* asynchronous: ``fut = client.submit(...)``, CPU work that does not need the result, then
+  ``out = fut.result()`` in the same callback — also modelled (the accelerator segment overlaps
+  the CPU work);
+* :func:`await_result` lets an ``async def`` callback ``await`` a paam future so the executor
+  runs other callbacks meanwhile. The analysis does not model that interleaving (it treats a
+  callback as one non-preemptive job), so use it only for chains outside admission control.
+
+Nothing here imports rclpy at import time except through :func:`await_result`.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import threading
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["CallbackSpec", "Chain", "picas_callback_priorities", "await_result"]
+
+_WAIT_MODES = ("spin", "suspend", "hybrid")
+
+
+@dataclasses.dataclass(frozen=True)
+class CallbackSpec:
+    """One callback of a chain.
+
+    :param name: unique within the chain.
+    :param cpu_wcet_ms: WCET of all its CPU segments together (ms).
+    :param segments_ms: WCET of each accelerator segment, in order (ms).
+    :param kernels: kernels its paam client registers: names, or name → (max_in, max_out) bytes.
+    """
+
+    name: str
+    cpu_wcet_ms: float = 0.0
+    segments_ms: tuple[float, ...] = ()
+    kernels: Any = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "segments_ms", tuple(float(s) for s in self.segments_ms))
+        if self.cpu_wcet_ms < 0 or any(s < 0 for s in self.segments_ms):
+            raise ValueError(f"callback {self.name!r}: negative WCET")
+
+
+class Chain:
+    """A processing chain, declared once (see the module docstring).
+
+    :param name: unique among the chains of a system.
+    :param priority: chain priority; larger is more critical.
+    :param period_ms: activation period (ms).
+    :param deadline_ms: constrained deadline (ms); defaults to the period.
+    :param callbacks: :class:`CallbackSpec` (or dicts with its fields), in chain order.
+    :param executor: name of the executor the chain runs on.
+    :param executor_cpu: CPU that executor is pinned to (-1: not pinned).
+    :param executor_priority: SCHED_FIFO priority of that executor (0: none).
+    :param executor_wait: how its callbacks wait for the accelerator: spin | suspend | hybrid.
+    """
+
+    def __init__(self, name: str, *, priority: int, period_ms: float,
+                 callbacks: Sequence[CallbackSpec | Mapping[str, Any]],
+                 deadline_ms: float | None = None, executor: str = "executor",
+                 executor_cpu: int = -1, executor_priority: int = 0,
+                 executor_wait: str = "suspend") -> None:
+        if executor_wait not in _WAIT_MODES:
+            raise ValueError(f"executor_wait must be one of {_WAIT_MODES}, not {executor_wait!r}")
+        if period_ms <= 0:
+            raise ValueError("period_ms must be positive")
+        self.name = name
+        self.priority = int(priority)
+        self.period_ms = float(period_ms)
+        self.deadline_ms = float(deadline_ms if deadline_ms is not None else period_ms)
+        if self.deadline_ms > self.period_ms:
+            raise ValueError("deadline_ms must not exceed period_ms (constrained deadlines)")
+        self.executor = executor
+        self.executor_cpu = int(executor_cpu)
+        self.executor_priority = int(executor_priority)
+        self.executor_wait = executor_wait
+        self.callbacks: tuple[CallbackSpec, ...] = tuple(
+            c if isinstance(c, CallbackSpec) else CallbackSpec(**dict(c)) for c in callbacks)
+        if not self.callbacks:
+            raise ValueError(f"chain {name!r} has no callbacks")
+        names = [c.name for c in self.callbacks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"chain {name!r}: duplicate callback names {names}")
+        self._entities: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"Chain({self.name!r}, priority={self.priority}, period_ms={self.period_ms}, "
+                f"callbacks={list(self.callback_names)})")
+
+    @property
+    def callback_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.callbacks)
+
+    def callback(self, name: str) -> CallbackSpec:
+        for c in self.callbacks:
+            if c.name == name:
+                return c
+        raise KeyError(f"chain {self.name!r} has no callback {name!r}; "
+                       f"it has {list(self.callback_names)}")
+
+    def index(self, name: str) -> int:
+        """0-based position of callback ``name`` in the chain."""
+        return self.callback_names.index(self.callback(name).name)
+
+    # -- executor side -------------------------------------------------------------------------
+
+    def bind(self, name: str, entity: Any) -> Any:
+        """Record that rclpy ``entity`` (timer, subscription, ...) runs callback ``name``."""
+        self.callback(name)
+        with self._lock:
+            self._entities[name] = entity
+        return entity
+
+    def bound_entities(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._entities)
+
+    def configure_executor(self, executor) -> dict[str, int]:
+        """Give ``executor`` (a PicasExecutor) this chain's callback priorities and RT settings."""
+        prio = self.executor_priority if self.executor_priority > 0 else None
+        cpu = self.executor_cpu if self.executor_cpu >= 0 else None
+        executor.set_executor_priority_cpu(prio, cpu)
+        return executor.add_chain(self)
+
+    # -- server side ---------------------------------------------------------------------------
+
+    def timing_model(self, name: str):
+        """The ``paam.TimingModel`` of callback ``name``, as the server's admission test sees it."""
+        import paam
+        cb = self.callback(name)
+        return paam.TimingModel(
+            chain=self.name, callback_index=self.index(name),
+            chain_length=len(self.callbacks), period_ms=self.period_ms,
+            deadline_ms=self.deadline_ms, cpu_wcet_ms=cb.cpu_wcet_ms,
+            segments_ms=list(cb.segments_ms), executor=self.executor,
+            executor_cpu=self.executor_cpu, executor_priority=self.executor_priority,
+            executor_wait=self.executor_wait)
+
+    def client_kwargs(self, name: str, *, timing: bool = True) -> dict[str, Any]:
+        """Keyword arguments of ``paam.Client`` for callback ``name``."""
+        cb = self.callback(name)
+        kernels = dict(cb.kernels) if isinstance(cb.kernels, Mapping) else list(cb.kernels)
+        kw: dict[str, Any] = {"priority": self.priority, "kernels": kernels,
+                              "wait": self.executor_wait}
+        if timing:
+            kw["timing"] = self.timing_model(name)
+        return kw
+
+    def client(self, name: str, *, timing: bool = True, **overrides):
+        """A local ``paam.Client`` registered for callback ``name`` with the chain's priority.
+
+        ``overrides`` go to ``paam.Client`` (for example ``socket=``).
+        """
+        import paam
+        kw = self.client_kwargs(name, timing=timing)
+        kw.update(overrides)
+        return paam.Client(**kw)
+
+    def remote_client(self, name: str, *, timing: bool = True, **overrides):
+        """A :class:`paam.ros.RemoteClient` for callback ``name`` (through a bridge)."""
+        from paam.ros.remote import RemoteClient
+        kw = self.client_kwargs(name, timing=timing)
+        kw.update(overrides)
+        return RemoteClient(**kw)
+
+
+def picas_callback_priorities(chains: Iterable[Chain]) -> dict[tuple[str, str], int]:
+    """PiCAS Algorithm 1: callback priorities for ``chains`` sharing one executor.
+
+    Chains sorted by ascending chain priority; walking them in that order, their callbacks get
+    1, 2, 3, ... in chain order. So every callback of a more critical chain outranks every
+    callback of a less critical one, and within a chain a later stage outranks an earlier one
+    (it finishes work already in flight). Returns (chain name, callback name) → priority.
+    """
+    ordered = sorted(chains, key=lambda c: c.priority)
+    seen = set()
+    for c in ordered:
+        if c.priority in seen:
+            raise ValueError(f"chain priorities must be unique; {c.priority} is used twice")
+        seen.add(c.priority)
+    out: dict[tuple[str, str], int] = {}
+    p = 1
+    for c in ordered:
+        for cb in c.callbacks:
+            out[(c.name, cb.name)] = p
+            p += 1
+    return out
+
+
+# -- awaiting a paam future from an rclpy coroutine callback --------------------------------------
+
+_waiters: concurrent.futures.ThreadPoolExecutor | None = None
+_waiters_lock = threading.Lock()
+
+
+def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _waiters
+    with _waiters_lock:
+        if _waiters is None:
+            _waiters = concurrent.futures.ThreadPoolExecutor(
+                max_workers=32, thread_name_prefix="paam-await")
+        return _waiters
+
+
+def await_result(paam_future, *, timeout_sec: float | None = None):
+    """An rclpy Future that completes with ``paam_future``'s result (or exception).
+
+    ``await await_result(client.submit(...))`` inside an ``async def`` callback lets the executor
+    run other callbacks until the accelerator is done; :class:`PicasExecutor` resumes the callback
+    (at its priority) once the result is in. A waiter thread blocks in ``paam_future.result``.
+    """
+    from rclpy.task import Future
+
+    out = Future()
+
+    def wait() -> None:
+        try:
+            out.set_result(paam_future.result(timeout_sec=timeout_sec))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            out.set_exception(exc)
+
+    _waiter_pool().submit(wait)
+    return out

@@ -1,0 +1,312 @@
+"""PicasExecutor: priority-driven picking, side by side with rclpy's SingleThreadedExecutor."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import wait_until_ready
+
+pytestmark = pytest.mark.timeout(90)
+
+# A separate ROS 2 process that publishes one message on each topic given on the command line
+# (in that order) once every topic has a subscriber, then stays until its stdin closes.
+PUBLISHER = r"""
+import sys, time, rclpy
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node("picas_test_publisher")
+pubs = [node.create_publisher(String, t, 10) for t in sys.argv[1:]]
+deadline = time.monotonic() + 30
+while any(p.get_subscription_count() == 0 for p in pubs):
+    if time.monotonic() > deadline:
+        print("NO_SUBSCRIBERS", flush=True); sys.exit(1)
+    time.sleep(0.01)
+for t, p in zip(sys.argv[1:], pubs):
+    p.publish(String(data=t))
+print("PUBLISHED", flush=True)
+sys.stdin.read()
+"""
+
+
+def _make_executor(kind: str, ctx):
+    from rclpy.executors import SingleThreadedExecutor
+
+    from paam.ros import PicasExecutor
+    if kind == "stock":
+        return SingleThreadedExecutor(context=ctx)
+    if kind == "picas-disabled":
+        return PicasExecutor(context=ctx, callback_priority=False)
+    return PicasExecutor(context=ctx)
+
+
+def _prio(executor, entity, priority):
+    if hasattr(executor, "set_callback_priority"):
+        executor.set_callback_priority(entity, priority)
+
+
+@pytest.mark.parametrize("kind", ["picas", "stock", "picas-disabled"])
+def test_high_priority_callback_ready_with_low_ones_runs_first_only_under_picas(
+        kind, ros_context, procs):
+    """A high-priority subscription that the stock sweep reaches last runs first under PiCAS."""
+    import rclpy
+    from std_msgs.msg import String
+
+    tag = uuid.uuid4().hex[:8]
+    topics = [f"low_a_{tag}", f"low_b_{tag}", f"high_{tag}"]
+    node = rclpy.create_node(f"subject_{tag}", context=ros_context)
+    order: list[str] = []
+
+    def record(name):
+        return lambda _msg: order.append(name)
+
+    subs = [node.create_subscription(String, t, record(t.rsplit("_", 1)[0]), 10) for t in topics]
+    timer = None
+
+    def on_timer():
+        timer.cancel()
+        order.append("low_t")
+    timer = node.create_timer(0.02, on_timer)
+
+    executor = _make_executor(kind, ros_context)
+    executor.add_node(node)
+    for entity, p in [(timer, 1), (subs[0], 2), (subs[1], 3), (subs[2], 10)]:
+        _prio(executor, entity, p)
+
+    pub = procs.python(PUBLISHER, *topics)
+    procs.readline_until(pub, "PUBLISHED", 30)
+    wait_until_ready(ros_context, subs, 10)
+    time.sleep(0.03)  # the timer's period has surely elapsed: it is ready too
+    for _ in range(4):
+        executor.spin_once(timeout_sec=2.0)
+
+    assert sorted(order) == ["high", "low_a", "low_b", "low_t"]
+    if kind == "picas":
+        assert order == ["high", "low_b", "low_a", "low_t"]
+    else:
+        # rclpy's sweep: timers, then subscriptions in creation order; the high one comes last.
+        assert order == ["low_t", "low_a", "low_b", "high"]
+    executor.shutdown()
+    node.destroy_node()
+
+
+@pytest.mark.parametrize("kind", ["picas", "stock"])
+def test_work_that_becomes_ready_mid_sweep_is_considered_at_the_next_pick(kind, ros_context):
+    """PiCAS re-polls readiness before every pick; the stock executor finishes its sweep first."""
+    import rclpy
+
+    node = rclpy.create_node(f"fresh_{uuid.uuid4().hex[:8]}", context=ros_context)
+    order: list[str] = []
+    guard = node.create_guard_condition(lambda: order.append("guard"))
+    timers = {}
+
+    def make(name):
+        def cb():
+            timers[name].cancel()
+            if not order:
+                guard.trigger()  # the first callback to run makes high-priority work ready
+            order.append(name)
+        return cb
+
+    for i, name in enumerate(["t1", "t2", "t3"]):
+        timers[name] = node.create_timer(0.02, make(name))
+    executor = _make_executor(kind, ros_context)
+    executor.add_node(node)
+    for i, name in enumerate(["t1", "t2", "t3"]):
+        _prio(executor, timers[name], i + 1)
+    _prio(executor, guard, 10)
+
+    time.sleep(0.03)
+    for _ in range(4):
+        executor.spin_once(timeout_sec=2.0)
+
+    if kind == "picas":
+        assert order == ["t3", "guard", "t2", "t1"]
+    else:
+        assert order == ["t1", "t2", "t3", "guard"]
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_equal_priorities_run_in_the_order_they_became_ready(ros_context):
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    node = rclpy.create_node(f"fifo_{uuid.uuid4().hex[:8]}", context=ros_context)
+    order: list[str] = []
+    guards = {}
+
+    def make(name):
+        return lambda: order.append(name)
+    # Created (and so swept by rclpy) in the order c, b, a; they become ready a, then b, then c.
+    for name in ["c", "b", "a"]:
+        guards[name] = node.create_guard_condition(make(name))
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    for g in guards.values():
+        executor.set_callback_priority(g, 5)
+    guards["a"].trigger()
+    executor.spin_once(timeout_sec=0)   # sees a ready, runs it
+    guards["b"].trigger()
+    executor.spin_once(timeout_sec=0)   # b
+    guards["c"].trigger()
+    guards["a"].trigger()
+    executor.spin_once(timeout_sec=0)   # a and c seen ready together: sweep order (c first)
+    executor.spin_once(timeout_sec=0)
+    assert order == ["a", "b", "c", "a"]
+    # Now make c wait while b arrives later with the same priority: c (earlier) goes first.
+    order.clear()
+    guards["c"].trigger()
+    executor._refresh(0.0, lambda: False)   # the executor sees c ready (and does not run it)
+    guards["b"].trigger()
+    executor.spin_once(timeout_sec=0)
+    executor.spin_once(timeout_sec=0)
+    assert order == ["c", "b"]
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_callbacks_inherit_priorities_from_their_chains(ros_context):
+    import rclpy
+
+    from paam.ros import CallbackSpec, Chain, PicasExecutor, picas_callback_priorities
+
+    node = rclpy.create_node(f"chains_{uuid.uuid4().hex[:8]}", context=ros_context)
+    order: list[str] = []
+    low = Chain("low", priority=5, period_ms=100,
+                callbacks=[CallbackSpec("a1"), CallbackSpec("a2")])
+    high = Chain("high", priority=9, period_ms=50,
+                 callbacks=[CallbackSpec("b1"), CallbackSpec("b2")])
+    timers = {}
+
+    def make(name):
+        def cb():
+            timers[name].cancel()
+            order.append(name)
+        return cb
+    # Created in the order that the stock sweep would run: a1, a2, b1, b2.
+    for chain in (low, high):
+        for name in chain.callback_names:
+            timers[name] = chain.bind(name, node.create_timer(0.02, make(name)))
+
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    assert executor.add_chain(low) == {"a1": 1, "a2": 2}
+    assert executor.add_chain(high) == {"b1": 3, "b2": 4}   # Algorithm 1 over both chains
+    assert picas_callback_priorities([high, low]) == {
+        ("low", "a1"): 1, ("low", "a2"): 2, ("high", "b1"): 3, ("high", "b2"): 4}
+    assert [executor.callback_priority(timers[n]) for n in ["a1", "a2", "b1", "b2"]] == [1, 2, 3, 4]
+
+    time.sleep(0.03)
+    for _ in range(4):
+        executor.spin_once(timeout_sec=2.0)
+    assert order == ["b2", "b1", "a2", "a1"]
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_chain_priorities_must_be_unique():
+    from paam.ros import CallbackSpec, Chain, picas_callback_priorities
+
+    a = Chain("a", priority=3, period_ms=10, callbacks=[CallbackSpec("x")])
+    b = Chain("b", priority=3, period_ms=10, callbacks=[CallbackSpec("y")])
+    with pytest.raises(ValueError, match="unique"):
+        picas_callback_priorities([a, b])
+    with pytest.raises(ValueError, match="deadline"):
+        Chain("c", priority=1, period_ms=10, deadline_ms=20, callbacks=[CallbackSpec("x")])
+
+
+def _spin_rt_and_observe(ros_context, rt_priority, cpu):
+    """spin_rt in a thread; a timer callback reports the thread's policy and affinity."""
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    node = rclpy.create_node(f"rt_{uuid.uuid4().hex[:8]}", context=ros_context)
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.set_executor_priority_cpu(rt_priority, cpu)
+    seen = {}
+    done = threading.Event()
+
+    def probe():
+        seen["policy"] = os.sched_getscheduler(0)
+        seen["priority"] = os.sched_getparam(0).sched_priority
+        seen["cpus"] = os.sched_getaffinity(0)
+        done.set()
+    node.create_timer(0.01, probe)
+    logs = []
+    t = threading.Thread(target=lambda: executor.spin_rt(log=logs.append), daemon=True)
+    t.start()
+    assert done.wait(10), "the executor did not run its callback after spin_rt"
+    executor.shutdown()
+    t.join(10)
+    assert not t.is_alive()
+    node.destroy_node()
+    return executor.rt_report, seen, logs
+
+
+def test_spin_rt_applies_sched_fifo_and_affinity_or_says_why_not(ros_context):
+    cpu = min(os.sched_getaffinity(0))
+    report, seen, logs = _spin_rt_and_observe(ros_context, 1, cpu)
+    assert logs and "PicasExecutor real-time settings" in logs[0]
+    assert report.cpu_applied and seen["cpus"] == {cpu}
+    if report.priority_applied:
+        assert seen["policy"] == os.SCHED_FIFO and seen["priority"] == 1
+    else:  # a machine that denies SCHED_FIFO: reported, and the executor still ran
+        assert seen["policy"] != os.SCHED_FIFO
+        assert "SCHED_FIFO priority 1 denied" in str(report) or "not applied" in str(report)
+
+
+def test_spin_rt_reports_settings_it_cannot_apply_and_keeps_running(ros_context):
+    report, seen, logs = _spin_rt_and_observe(ros_context, 150, 100_000)
+    assert not report.ok
+    assert not report.priority_applied and not report.cpu_applied
+    assert "valid range is 1..99" in str(report)
+    assert "CPU 100000 not applied" in str(report)
+    assert seen["policy"] != os.SCHED_FIFO
+    assert "not applied" in logs[0]
+
+
+def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_context):
+    """An async callback awaiting a future set by another thread neither blocks nor busy-polls."""
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from rclpy.task import Future
+
+    from paam.ros import PicasExecutor
+
+    node = rclpy.create_node(f"coro_{uuid.uuid4().hex[:8]}", context=ros_context)
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    fut = Future()
+    events: list[str] = []
+    ticks = [0]
+
+    async def waiter():
+        waiter_timer.cancel()
+        events.append("waiting")
+        value = await fut
+        events.append(f"resumed:{value}")
+
+    waiter_timer = node.create_timer(0.01, waiter)
+    executor.set_callback_priority(waiter_timer, 10)
+    # Its own callback group: a suspended coroutine keeps its (mutually exclusive) group busy.
+    node.create_timer(0.02, lambda: ticks.__setitem__(0, ticks[0] + 1),
+                      callback_group=MutuallyExclusiveCallbackGroup())
+    threading.Timer(0.2, lambda: fut.set_result(42)).start()
+
+    deadline = time.monotonic() + 5
+    while "resumed:42" not in events and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.5)
+    assert events == ["waiting", "resumed:42"]
+    assert ticks[0] >= 3, "other callbacks must run while the coroutine waits"
+    # ~10 timer ticks in 0.2 s plus a few bookkeeping tasks; polling the suspended coroutine
+    # would be thousands of picks.
+    assert executor.stats.picks < 60, executor.stats
+    executor.shutdown()
+    node.destroy_node()
