@@ -5,6 +5,7 @@
 //                          [--warmup N] [--lead-us US] [--device D] [--json FILE]
 //   paam_gpu_bench kappa   [--slices-us 5,10,20,50,100] [--iters N] [--lp-ms MS] [--lead-us US]
 //                          [--device D] [--json FILE]
+//   paam_gpu_bench backend [--iters N] [--json FILE]
 //
 // preempt is the PAAM paper's Table I: in one context, two streams at the lowest and highest
 // priority, two identical buffer sets; the kernel is launched on the low-priority stream, then
@@ -13,6 +14,10 @@
 // kernel's time alone on that stream (measured just before, each iteration) is the
 // preemption delay. kappa measures the same delay for a one-block kernel arriving while
 // `spin` (with a given block slice) holds every block slot of the GPU.
+// backend times Backend::Run of the CUDA backend (no server, no IPC) for a one-block
+// vector_add at level 0, per wait mode (PAAM_CUDA_WAIT spin|poll|block), alone and while the
+// lowest level's best-effort lanes keep running spin; "raw" is the same copy-in, kernel,
+// copy-out and cudaStreamSynchronize without the backend.
 // Results: a table on stdout; raw per-iteration figures in the JSON file.
 #include <cuda_runtime.h>
 
@@ -27,7 +32,15 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include <sys/mman.h>
+
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "common/clock.h"
 
 namespace {
 
@@ -79,7 +92,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
-               "usage: paam_gpu_bench info|preempt|kappa [--kernels LIST] [--iters N] [--warmup N]\n"
+               "usage: paam_gpu_bench info|preempt|kappa|backend [--kernels LIST] [--iters N] [--warmup N]\n"
                "       [--lead-us US] [--slices-us LIST] [--lp-ms MS] [--device D] [--matmul N]\n"
                "       [--vector-n N] [--reduction-n N] [--histogram-n N] [--json FILE]\n");
   std::exit(64);
@@ -431,6 +444,145 @@ int Kappa(const Args& a) {
   return 0;
 }
 
+// A page-aligned host region (like a client's) for Backend::Run.
+struct BenchRegion {
+  paam::RegionMemory mem;
+  void* base = nullptr;
+  uint64_t bytes = 0;
+  BenchRegion(uint64_t in, uint64_t out) {
+    bytes = (in + out + 4095) / 4096 * 4096 + 4096;
+    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    mem.base = base;
+    mem.mapping_bytes = bytes;
+    mem.input = base;
+    mem.input_capacity = in;
+    mem.output = static_cast<char*>(base) + (in + 63) / 64 * 64;
+    mem.output_capacity = out;
+  }
+  ~BenchRegion() { munmap(base, bytes); }
+};
+
+int BackendOverhead(const Args& a) {
+  const uint64_t n = 1024;
+  std::string json = "{\n  \"bench\": \"backend\",\n  \"device\": " + DeviceJson(a.device) +
+                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"kernel\": \"vector_add n=1024\",\n  \"modes\": [";
+  std::printf("CUDA backend Run() round trip, one-block vector_add (8 KiB in, 4 KiB out) at level 0 (us)\n");
+  std::printf("%-6s %-10s %9s %9s %9s %9s %9s\n", "wait", "load", "rt_p50", "rt_mean", "rt_p99", "rt_max",
+              "kern_p50");
+  bool first = true;
+  auto emit = [&](const std::string& mode, const std::string& load, std::vector<double>& rt,
+                  std::vector<double>& kern) {
+    const Stats r = Summarize(rt), k = Summarize(kern);
+    std::printf("%-6s %-10s %9.2f %9.2f %9.2f %9.2f %9.2f\n", mode.c_str(), load.c_str(), r.p50, r.mean, r.p99,
+                r.max, k.p50);
+    json += std::string(first ? "" : ",") + "\n    {\"wait\": \"" + mode + "\", \"load\": \"" + load +
+            "\", \"round_trip_us\": " + StatsJson(r) + ", \"kernel_us\": " + StatsJson(k) + "}";
+    first = false;
+  };
+
+  {  // raw: the same work without the backend
+    Streams st;
+    BenchRegion r(2 * n * 4, n * 4);
+    CHECK_CUDA(cudaHostRegister(r.base, r.bytes, cudaHostRegisterPortable));
+    void *din = nullptr, *dout = nullptr;
+    CHECK_CUDA(cudaMalloc(&din, 2 * n * 4));
+    CHECK_CUDA(cudaMalloc(&dout, n * 4));
+    paam_kernel_args k{};
+    k.input = din;
+    k.input_bytes = 2 * n * 4;
+    k.output = dout;
+    k.output_bytes = n * 4;
+    k.params[0] = n;
+    k.stream = st.hp;
+    std::vector<double> rt, kern;
+    for (int it = -a.warmup; it < a.iters; ++it) {
+      const uint64_t t0 = paam::NowNs();
+      CHECK_CUDA(cudaMemcpyAsync(din, r.mem.input, 2 * n * 4, cudaMemcpyHostToDevice, st.hp));
+      paam::cuda::VectorAddCuda(&k);
+      CHECK_CUDA(cudaMemcpyAsync(r.mem.output, dout, n * 4, cudaMemcpyDeviceToHost, st.hp));
+      CHECK_CUDA(cudaStreamSynchronize(st.hp));
+      const uint64_t t1 = paam::NowNs();
+      if (it >= 0) rt.push_back((t1 - t0) / 1e3);
+    }
+    kern.push_back(0);
+    emit("raw", "alone", rt, kern);
+    cudaFree(din);
+    cudaFree(dout);
+    cudaHostUnregister(r.base);
+  }
+
+  for (const char* mode : {"spin", "poll", "block"}) {
+    setenv("PAAM_CUDA_WAIT", mode, 1);
+    paam::KernelRegistry registry = paam::KernelRegistry::WithBuiltins();
+    paam::BackendOptions o;
+    o.kind = "cuda";
+    o.levels = 64;
+    o.best_effort_lanes = 3;
+    o.cuda_devices = std::to_string(a.device);
+    auto created = paam::CreateCudaBackend(o, &registry);
+    if (!created.ok()) {
+      std::fprintf(stderr, "backend: %s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    std::unique_ptr<paam::Backend> b = std::move(created).value();
+    const int low = b->Levels() - 1;
+    BenchRegion r(2 * n * 4, n * 4);
+    if (!b->AttachRegion(&r.mem).ok()) return 2;
+    paam::KernelCall call;
+    call.kernel = registry.Find("vector_add");
+    call.region = &r.mem;
+    call.input_bytes = 2 * n * 4;
+    call.params[0] = n;
+    if (!call.kernel->Plan(call.params, call.input_bytes, &call.output_bytes).ok()) return 2;
+    std::string note;
+    if (!b->PrepareWorker(0, 0, 0, &note).ok()) return 2;
+    for (int loaded = 0; loaded < 2; ++loaded) {
+      std::atomic<bool> stop{false};
+      std::vector<std::thread> lp;
+      if (loaded) {
+        for (int lane = 0; lane < b->Lanes(low); ++lane) {
+          lp.emplace_back([&, lane] {
+            BenchRegion sr(0, 8);
+            if (!b->AttachRegion(&sr.mem).ok() || !b->PrepareWorker(0, low, lane, nullptr).ok()) return;
+            paam::KernelCall sc;
+            sc.kernel = registry.Find("spin");
+            sc.region = &sr.mem;
+            sc.params[0] = 2'000'000;
+            sc.output_bytes = 8;
+            paam::DeviceTimes t;
+            while (!stop.load()) b->Run(sc, low, lane, &t);
+            b->DetachRegion(&sr.mem);
+          });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      std::vector<double> rt, kern;
+      for (int it = -a.warmup; it < a.iters; ++it) {
+        paam::DeviceTimes t;
+        const uint64_t t0 = paam::NowNs();
+        paam::Status s = b->Run(call, 0, 0, &t);
+        const uint64_t t1 = paam::NowNs();
+        if (!s.ok()) {
+          std::fprintf(stderr, "run: %s\n", s.ToString().c_str());
+          return 2;
+        }
+        if (it >= 0) {
+          rt.push_back((t1 - t0) / 1e3);
+          kern.push_back((t.end_ns - t.start_ns) / 1e3);
+        }
+        if (loaded) BusyWaitUs(50);  // arrive at random phases of the spin blocks
+      }
+      stop = true;
+      for (auto& t : lp) t.join();
+      emit(mode, loaded ? "3 lanes spin" : "alone", rt, kern);
+    }
+    b->DetachRegion(&r.mem);
+  }
+  json += "\n  ]\n}\n";
+  WriteJson(a.json, json);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -451,5 +603,6 @@ int main(int argc, char** argv) {
   }
   if (a.command == "preempt") return Preempt(a);
   if (a.command == "kappa") return Kappa(a);
+  if (a.command == "backend") return BackendOverhead(a);
   Usage();
 }
