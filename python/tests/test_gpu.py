@@ -1,0 +1,123 @@
+"""The CUDA backend through the Python client (server and direct mode), and the gpu-* bench
+sub-commands' registration. GPU tests skip where no GPU (or no CUDA build) is present."""
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import paam
+from paam.bench import gpu
+
+
+def _cuda_available() -> bool:
+    try:
+        c = paam.Client(priority=1, kernels=["spin"], direct=True, direct_backend="cuda")
+    except paam.PaamError:
+        return False
+    c.close()
+    return True
+
+
+needs_gpu = pytest.mark.skipif(not _cuda_available(), reason="no CUDA GPU, or paam built without CUDA")
+DECL = {"vector_add": 8 << 20, "matmul": 8 << 20, "reduction": 4 << 20, "histogram": 4 << 20, "spin": None}
+
+
+def test_gpu_bench_subcommands_register_and_parse():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="bench")
+    gpu.register(sub)
+    for name in ("gpu-preempt", "gpu-kappa", "gpu-backend", "gpu-kernels", "gpu-overhead", "gpu-contention",
+                 "gpu-all"):
+        args = parser.parse_args([name, "--out", "/tmp/x"])
+        assert callable(args.func), name
+    args = parser.parse_args(["gpu-contention", "--clients", "0", "3", "--lp-ms", "2.5"])
+    assert args.clients == [0, 3] and args.lp_ms == 2.5
+    args = parser.parse_args(["gpu-preempt", "--kernels", "matmul", "histogram", "--iters", "7"])
+    assert args.kernels == ["matmul", "histogram"] and args.iters == 7
+
+
+def test_stats_summarize_what_the_tables_report():
+    s = gpu._stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert s["n"] == 5 and s["max"] == 100.0 and s["min"] == 1.0 and s["p50"] == 3.0
+    assert s["mean"] == pytest.approx(22.0)
+
+
+def _check_kernels(c: paam.Client) -> None:
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(100_003, dtype=np.float32), rng.standard_normal(100_003, dtype=np.float32)
+    np.testing.assert_array_equal(c.request("vector_add", a, b), a + b)
+    A, B = rng.standard_normal((67, 129), dtype=np.float32), rng.standard_normal((129, 45), dtype=np.float32)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    got = c.request("matmul", A, B)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    x = rng.random(1_000_001, dtype=np.float32)
+    assert c.request("reduction", x) == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-5)
+    h = rng.integers(0, 256, 1_000_003, dtype=np.uint8)
+    np.testing.assert_array_equal(c.request("histogram", h), np.bincount(h, minlength=256))
+    assert c.request("spin", duration_ms=2.0) >= 1.98
+
+
+@needs_gpu
+def test_direct_mode_runs_the_cuda_kernels_in_process():
+    with paam.Client(priority=5, kernels=DECL, direct=True, direct_backend="cuda", wait="spin") as c:
+        assert c.direct
+        _check_kernels(c)
+
+
+@needs_gpu
+def test_server_with_cuda_backend_runs_the_kernels():
+    with paam.testing.start_server(backend="cuda", buckets=6) as srv:
+        with paam.Client(priority=5, kernels=DECL, socket=srv.socket_path, wait="spin") as c:
+            assert not c.direct and c.buckets == 6
+            _check_kernels(c)
+            ts = c.last_timestamps
+            assert ts["submitted"] <= ts["device_start"] <= ts["device_end"] <= ts["completed"]
+
+
+@needs_gpu
+def test_high_priority_client_overtakes_a_long_low_priority_kernel_through_the_server():
+    with paam.testing.start_server(backend="cuda", buckets=6) as srv:
+        hp = paam.Client(priority=100, kernels=["vector_add"], socket=srv.socket_path, wait="spin")
+        lp = paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path, wait="suspend")
+        try:
+            assert hp.bucket < lp.bucket
+            a = np.ones(1 << 20, np.float32)
+            hp.request("vector_add", a, a)  # warm
+            fut = lp.submit("spin", duration_ms=300.0)
+            time.sleep(0.03)  # the spin holds the GPU now
+            t0 = time.monotonic()
+            out = hp.request("vector_add", a, a)
+            took = time.monotonic() - t0
+            assert not fut.done(), "the high-priority request waited for the 300 ms low-priority spin"
+            assert took < 0.1
+            np.testing.assert_array_equal(out, 2 * a)
+            assert fut.result(timeout_sec=5) >= 299.0
+        finally:
+            hp.close()
+            lp.close()
+
+
+@needs_gpu
+def test_direct_clients_in_threads_share_one_process_context():
+    errors = []
+
+    def work(seed: int) -> None:
+        try:
+            with paam.Client(priority=seed, kernels=["vector_add"], direct=True, direct_backend="cuda") as c:
+                rng = np.random.default_rng(seed)
+                for _ in range(20):
+                    a, b = rng.standard_normal(1000, dtype=np.float32), rng.standard_normal(1000, dtype=np.float32)
+                    np.testing.assert_array_equal(c.request("vector_add", a, b), a + b)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
