@@ -115,12 +115,21 @@ int RunSpin(const paam_kernel_args* a) {
   return PAAM_KERNEL_OK;
 }
 
+// noop: (x: u8[any]) -> u8[params[0]]; does nothing (the output area is left as it is).
+// The request-overhead benchmark uses it to measure the path without a kernel.
+int PlanNoop(const uint64_t p[PAAM_MAX_PARAMS], uint64_t, uint64_t* out, char*, size_t) {
+  *out = p[0];
+  return PAAM_KERNEL_OK;
+}
+int RunNoop(const paam_kernel_args*) { return PAAM_KERNEL_OK; }
+
 const paam_kernel kBuiltins[] = {
     {"vector_add", "(a: f32[n], b: f32[n]) -> f32[n]; params: n", PlanVectorAdd, RunVectorAdd, nullptr},
     {"matmul", "(A: f32[m,k], B: f32[k,n]) -> f32[m,n]; params: m, k, n", PlanMatmul, RunMatmul, nullptr},
     {"reduction", "(x: f32[n]) -> f32 (sum); params: n", PlanReduction, RunReduction, nullptr},
     {"histogram", "(x: u8[n]) -> u32[256]; params: n", PlanHistogram, RunHistogram, nullptr},
     {"spin", "() -> u64 elapsed_ns; params: duration_ns", PlanSpin, RunSpin, nullptr},
+    {"noop", "(x: u8[any]) -> u8[out_bytes] (untouched); params: out_bytes", PlanNoop, RunNoop, nullptr},
 };
 
 }  // namespace

@@ -471,8 +471,8 @@ void Server::Impl::HandleMessage(int epfd, Session* s) {
   Status st = RecvMessage(s->socket.get(), &bytes, &fds, 0);
   if (st.code() == Errc::kTimeout) return;
   const int fd = s->socket.get();
-  if (!st.ok()) {
-    Reap(epfd, fd, /*died=*/!s->registered || st.code() != Errc::kClosed);
+  if (!st.ok()) {  // hang-up without a Deregister: the client died or forgot to close
+    Reap(epfd, fd, /*died=*/true);
     return;
   }
   auto kind = wire::PeekKind(bytes.data(), bytes.size());

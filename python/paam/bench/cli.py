@@ -1,0 +1,19 @@
+"""``paam bench``: benchmarks that print figures and write JSON, a table and plots."""
+from __future__ import annotations
+
+import argparse
+
+from . import overhead
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="benchmarks (request overhead, GPU measurements)")
+    bench_sub = p.add_subparsers(dest="bench", metavar="BENCH")
+    bench_sub.required = True
+    overhead.register(bench_sub)
+    try:  # GPU measurements (issue 4); present when the CUDA bench module is installed
+        from . import gpu
+    except ImportError:
+        gpu = None
+    if gpu is not None:
+        gpu.register(bench_sub)

@@ -1,0 +1,269 @@
+"""The Python client: register a callback with paamd and send it typed requests.
+
+Example::
+
+    import numpy as np, paam
+    with paam.Client(priority=10, kernels=["vector_add", "spin"], wait="suspend") as c:
+        c.request("vector_add", np.ones(4), np.arange(4))   # -> array([1., 2., 3., 4.])
+        fut = c.submit("spin", duration_ms=5)                 # asynchronous
+        ...                                                   # other CPU work
+        fut.result(timeout_sec=1.0)                           # -> 5.0x (ms on the device)
+
+Thread safety: requests on different kernels may run from different threads; one kernel
+holds one request at a time (a second submit before the first completes raises Busy).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import _core
+from .errors import Busy, Closed, UnknownKernel
+from .kernels import KernelSpec, spec_for
+
+
+@dataclass
+class TimingModel:
+    """A callback's timing model for admission control (times in milliseconds).
+
+    All callbacks of a chain carry the same ``chain``, ``period_ms`` and ``deadline_ms``;
+    ``callback_index`` orders them inside the chain of ``chain_length`` callbacks.
+    """
+    chain: str
+    period_ms: float
+    deadline_ms: float = 0.0           # 0: equal to the period
+    cpu_wcet_ms: float = 0.0
+    segments_ms: list[float] = field(default_factory=list)
+    callback_index: int = 0
+    chain_length: int = 1
+    executor: str = ""
+    executor_cpu: int = 0
+    executor_priority: int = 0
+    executor_wait: str = "suspend"
+    best_effort: bool = False
+
+
+KernelDecls = Iterable[str] | Mapping[str, int | tuple[int, int] | None]
+
+
+def _declarations(kernels: KernelDecls) -> list[tuple[str, int, int]]:
+    out = []
+    items = kernels.items() if isinstance(kernels, Mapping) else ((k, None) for k in kernels)
+    for name, size in items:
+        spec = spec_for(name)
+        if size is None:
+            max_in, max_out = spec.max_input, spec.max_output
+        elif isinstance(size, int):
+            max_in, max_out = size, max(size, spec.max_output)
+        else:
+            max_in, max_out = size
+        out.append((name, int(max_in), int(max_out)))
+    return out
+
+
+def default_socket_path() -> str:
+    """$PAAM_SOCKET, else $XDG_RUNTIME_DIR/paam/paamd.sock, else /tmp/paam-<uid>/paamd.sock."""
+    return _core.default_socket_path()
+
+
+class Future:
+    """The result of :meth:`Client.submit`, collected with :meth:`result`."""
+
+    def __init__(self, client: "Client", kernel: str, index: int, ctx: Any, spec: KernelSpec):
+        self._client, self.kernel, self._index, self._ctx, self._spec = client, kernel, index, ctx, spec
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._collected = False
+
+    def done(self) -> bool:
+        """True when the request has completed (result() would not block)."""
+        return self._collected or self._client._native.ready(self._index)
+
+    def result(self, timeout_sec: float | None = None) -> Any:
+        """Waits for and returns the result. ``None`` blocks as long as the request takes
+        (bounded if the server dies: ServerDied); ``0`` does not wait (PaamTimeout if not done).
+        After a timeout the request stays outstanding and result() may be called again."""
+        if not self._collected:
+            if timeout_sec is not None and timeout_sec <= 0:
+                if not self.done():
+                    from .errors import PaamTimeout
+                    raise PaamTimeout(f"'{self.kernel}' has not completed")
+                timeout_sec = None
+            timeout_ns = 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9))
+            try:
+                nbytes = self._client._native.wait(self._index, timeout_ns)
+                self._value = self._client._unpack(self._index, nbytes, self._ctx, self._spec)
+            except Exception as exc:  # noqa: BLE001 - stored and re-raised below
+                from .errors import PaamTimeout
+                if isinstance(exc, PaamTimeout):
+                    raise
+                self._error = exc
+            self._collected = True
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class Client:
+    """One registration with paamd: one callback with a fixed chain priority and kernels.
+
+    :param priority: chain priority; larger is more critical. Fixed for the client's life.
+    :param kernels: kernel names (default capacities), or a mapping name -> max input bytes,
+        or name -> (max input bytes, max output bytes).
+    :param wait: ``"spin"`` (poll), ``"suspend"`` (futex) or ``"hybrid"`` (spin, then suspend).
+    :param socket: server socket path; ``None`` uses :func:`default_socket_path`.
+    :param timing: optional :class:`TimingModel` for admission control (none: best-effort).
+    :param direct: run the kernels in this process without a server (the baseline).
+    :param device_cpu: direct mode, cpu backend: the core that plays the device
+        (-1: the last core, -2: do not pin).
+    """
+
+    def __init__(self, priority: int = 0, kernels: KernelDecls = ("spin",), *, wait: str = "suspend",
+                 socket: str | os.PathLike | None = None, timing: TimingModel | None = None,
+                 name: str = "", direct: bool = False, direct_backend: str = "cpu", device_cpu: int = -1,
+                 unit: int = -1, plugins: Sequence[str] = (), hybrid_spin_us: float = 20.0,
+                 connect_timeout_sec: float = 5.0):
+        self._decls = _declarations(kernels)
+        self._native = _core.Client(
+            os.fspath(socket) if socket is not None else "", name or f"pid{os.getpid()}", int(priority),
+            self._decls, wait, asdict(timing) if timing is not None else None, int(unit), bool(direct),
+            direct_backend, int(device_cpu), list(plugins), int(hybrid_spin_us * 1000),
+            int(connect_timeout_sec * 1000))
+        self._index = {name: i for i, (name, _, _) in enumerate(self._decls)}
+        self._wait = wait
+        self._last_index: int | None = None
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def request(self, kernel: str, *inputs: Any, timeout_sec: float | None = None, **params: Any) -> Any:
+        """Runs ``kernel`` on ``inputs`` and returns its result (see paam.kernels for types)."""
+        k, spec = self._lookup(kernel)
+        nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
+        out = self._native.call(k, nbytes, p, 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+        self._last_index = k
+        return self._unpack(k, out, ctx, spec)
+
+    def submit(self, kernel: str, *inputs: Any, **params: Any) -> Future:
+        """Queues a request and returns a :class:`Future` at once (in direct mode the kernel
+        runs before submit returns)."""
+        k, spec = self._lookup(kernel)
+        if self._native.outstanding(k):
+            raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
+        nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
+        self._native.submit(k, nbytes, p)
+        self._last_index = k
+        return Future(self, kernel, k, ctx, spec)
+
+    def input_buffer(self, kernel: str) -> np.ndarray:
+        """The zero-copy input area of ``kernel`` (uint8, writable), valid until close()."""
+        return self._native.input_view(self._lookup(kernel)[0])
+
+    def request_raw(self, kernel: str, input_bytes: int, params: Sequence[int] = (),
+                    timeout_sec: float | None = None) -> np.ndarray:
+        """Runs ``kernel`` on the first ``input_bytes`` already written into input_buffer();
+        returns a copy of the output bytes."""
+        k = self._lookup(kernel)[0]
+        out = self._native.call(k, int(input_bytes), [int(x) for x in params],
+                                0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+        self._last_index = k
+        return self._native.output_view(k)[:out].copy()
+
+    # -- introspection ----------------------------------------------------------------------
+
+    def timestamps(self, kernel: str) -> dict[str, int]:
+        """Stage timestamps (CLOCK_MONOTONIC ns) of the last completed request of ``kernel``:
+        submitted, dequeued, picked, device_start, device_end, completed, woken."""
+        return self._native.timestamps(self._lookup(kernel)[0])
+
+    @property
+    def last_timestamps(self) -> dict[str, int]:
+        """Stage timestamps of the most recent request of any kernel."""
+        return {} if self._last_index is None else self._native.timestamps(self._last_index)
+
+    @property
+    def priority(self) -> int:
+        return self._native.priority
+
+    @property
+    def bucket(self) -> int:
+        """Bucket assigned at registration (0 = highest)."""
+        return self._native.bucket
+
+    @property
+    def buckets(self) -> int:
+        return self._native.buckets
+
+    @property
+    def unit(self) -> int:
+        return self._native.unit
+
+    @property
+    def client_id(self) -> int:
+        return self._native.client_id
+
+    @property
+    def server_pid(self) -> int:
+        return self._native.server_pid
+
+    @property
+    def admission_note(self) -> str:
+        """How admission control decided (also says when no analysis ran)."""
+        return self._native.admission
+
+    @property
+    def direct(self) -> bool:
+        return self._native.direct
+
+    @property
+    def wait(self) -> str:
+        return self._wait
+
+    @property
+    def kernels(self) -> list[str]:
+        return [d[0] for d in self._decls]
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Deregisters from the server. Idempotent."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            try:
+                native.close()
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else (
+            "direct" if self.direct else f"bucket {self.bucket}/{self.buckets}")
+        return f"<paam.Client priority={self.priority if not self.closed else '?'} {state} kernels={self.kernels}>"
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _lookup(self, kernel: str) -> tuple[int, KernelSpec]:
+        if self._native.closed:
+            raise Closed("client is closed")
+        try:
+            return self._index[kernel], spec_for(kernel)
+        except KeyError:
+            raise UnknownKernel(
+                f"'{kernel}' was not declared at registration (declared: {', '.join(self._index)})") from None
+
+    def _unpack(self, k: int, nbytes: int, ctx: Any, spec: KernelSpec) -> Any:
+        return spec.unpack(self._native.output_view(k)[:nbytes], ctx)

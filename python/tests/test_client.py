@@ -1,0 +1,85 @@
+"""The Python client against a real paamd: kernels, wait modes, async, errors, direct mode."""
+import numpy as np
+import pytest
+
+import paam
+
+ALL = ["vector_add", "matmul", "reduction", "histogram", "spin"]
+
+
+def _check_kernels(c: paam.Client, rng: np.random.Generator) -> None:
+    a, b = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(c.request("vector_add", a, b), a + b)
+    A, B = rng.standard_normal((17, 9)).astype(np.float32), rng.standard_normal((9, 5)).astype(np.float32)
+    np.testing.assert_allclose(c.request("matmul", A, B), A @ B, rtol=1e-5, atol=1e-5)
+    x = rng.standard_normal(5000).astype(np.float32)
+    assert c.request("reduction", x) == pytest.approx(float(x.astype(np.float64).sum()), abs=1e-3)
+    data = rng.integers(0, 256, 10_000, dtype=np.uint8)
+    np.testing.assert_array_equal(c.request("histogram", data), np.bincount(data, minlength=256))
+    assert c.request("spin", duration_ms=2.0) >= 2.0
+
+
+@pytest.mark.parametrize("wait", ["spin", "suspend", "hybrid"])
+def test_every_kernel_matches_numpy_in_every_wait_mode(server, wait):
+    with paam.Client(priority=3, kernels=ALL, wait=wait, socket=server.socket_path) as c:
+        _check_kernels(c, np.random.default_rng(7))
+        ts = c.timestamps("spin")
+        order = ["submitted", "dequeued", "picked", "device_start", "device_end", "completed", "woken"]
+        assert [ts[k] for k in order] == sorted(ts[k] for k in order)
+
+
+def test_direct_mode_gives_the_same_results_without_a_server(tmp_path):
+    with paam.Client(priority=3, kernels=ALL, direct=True, device_cpu=-2,
+                     socket=str(tmp_path / "nobody.sock")) as c:
+        assert c.direct
+        assert "direct mode" in c.admission_note
+        _check_kernels(c, np.random.default_rng(8))
+
+
+@pytest.mark.parametrize("wait", ["spin", "suspend", "hybrid"])
+def test_submit_returns_at_once_and_result_collects_later(server, wait):
+    with paam.Client(priority=3, kernels=["spin"], wait=wait, socket=server.socket_path) as c:
+        t0 = paam._core.now_ns()
+        fut = c.submit("spin", duration_ms=30)
+        assert paam._core.now_ns() - t0 < 20e6
+        assert not fut.done()
+        with pytest.raises(paam.Busy):
+            c.submit("spin", duration_ms=1)
+        with pytest.raises(paam.PaamTimeout):
+            fut.result(timeout_sec=0.001)
+        assert fut.result(timeout_sec=10) >= 30.0
+        assert fut.done()
+
+
+def test_clear_errors(server, tmp_path):
+    with pytest.raises(paam.ServerNotRunning, match="nobody.sock"):
+        paam.Client(kernels=["spin"], socket=str(tmp_path / "nobody.sock"))
+    with pytest.raises(paam.UnknownKernel, match="vector_add"):  # lists the kernels that exist
+        paam.Client(kernels=["warp_drive"], socket=server.socket_path)
+    with paam.Client(kernels={"vector_add": 64}, socket=server.socket_path) as c:
+        with pytest.raises(paam.InputTooLarge, match="64"):
+            c.request("vector_add", np.ones(100), np.ones(100))
+        with pytest.raises(paam.UnknownKernel, match="not declared"):
+            c.request("matmul", np.ones((2, 2)), np.ones((2, 2)))
+        with pytest.raises(paam.errors.InvalidArgument):
+            c.request("vector_add", np.ones(3), np.ones(4))
+        np.testing.assert_array_equal(c.request("vector_add", [1, 2], [3, 4]), [4, 6])  # still fine
+    with pytest.raises(paam.errors.Closed):
+        c.request("vector_add", [1], [2])
+
+
+def test_zero_copy_input_buffer_and_raw_requests(server):
+    with paam.Client(kernels={"vector_add": 4096}, socket=server.socket_path) as c:
+        buf = c.input_buffer("vector_add")
+        buf[:16].view(np.float32)[:] = [1, 2, 3, 4]
+        buf[16:32].view(np.float32)[:] = [10, 20, 30, 40]
+        out = c.request_raw("vector_add", 32, params=[4])
+        np.testing.assert_array_equal(out.view(np.float32), [11, 22, 33, 44])
+
+
+def test_priority_and_bucket_come_from_registration(server2):
+    with paam.Client(priority=9, kernels=["spin"], socket=server2.socket_path) as hi, \
+         paam.Client(priority=2, kernels=["spin"], socket=server2.socket_path) as lo:
+        assert (hi.bucket, lo.bucket) == (0, 1)
+        assert hi.buckets == 2
+        assert "admission control is off" in hi.admission_note

@@ -1,0 +1,120 @@
+"""Many client processes, a client killed with SIGKILL mid-request, the server killed."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import paam
+
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _settled_fds(server) -> int:
+    """The server's descriptor count once startup probes and earlier clients are gone."""
+    with paam.Client(kernels=["spin"], socket=server.socket_path):
+        pass
+    time.sleep(0.3)
+    return _fds(server.pid)
+
+
+def _spawn(code: str, socket: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), socket],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+WORKER = """
+import sys, numpy as np, paam
+prio = int(sys.argv[2])
+rng = np.random.default_rng(prio)
+with paam.Client(priority=prio, kernels=["vector_add"], wait=sys.argv[3], socket=sys.argv[1]) as c:
+    for _ in range(200):
+        a, b = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+        assert (c.request("vector_add", a, b) == a + b).all()
+print("ok")
+"""
+
+
+def test_many_concurrent_client_processes_all_get_correct_results(server):
+    waits = ["spin", "suspend", "hybrid"]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, server.socket_path, str(i), waits[i % 3]],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(8)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip() == "ok"
+
+
+VICTIM = """
+import sys, time, paam
+c = paam.Client(priority=50, kernels=["spin"], socket=sys.argv[1])
+c.submit("spin", duration_ms=2000)
+print("submitted", flush=True)
+time.sleep(60)
+"""
+
+
+def test_sigkill_of_a_client_reclaims_it_and_drops_its_queued_work(server):
+    baseline = _settled_fds(server)
+    with paam.Client(priority=10, kernels=["spin"], socket=server.socket_path) as blocker, \
+         paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as later:
+        busy = blocker.submit("spin", duration_ms=400)  # occupies the only worker
+        time.sleep(0.05)
+        victim = _spawn(VICTIM, server.socket_path)
+        assert victim.stdout.readline().strip() == "submitted"  # its 2 s request is queued
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        assert _wait_for(lambda: "went away" in server.log()), server.log()
+        t0 = time.monotonic()
+        assert later.request("spin", duration_ms=1) >= 1.0
+        waited = time.monotonic() - t0
+        busy.result()
+        # Had the dead client's 2 s request run (priority 50 beats 1), this would take > 2 s.
+        assert waited < 1.5, f"the dead client's queued work ran ({waited:.2f} s)"
+    assert _wait_for(lambda: _fds(server.pid) == baseline), (baseline, _fds(server.pid))
+    with paam.Client(priority=1, kernels=["vector_add"], socket=server.socket_path) as c:
+        np.testing.assert_array_equal(c.request("vector_add", [1], [2]), [3])
+
+
+def test_sigkill_of_a_client_while_its_kernel_runs_leaves_no_descriptor_behind(server):
+    baseline = _settled_fds(server)
+    for _ in range(3):
+        victim = _spawn(VICTIM, server.socket_path)
+        assert victim.stdout.readline().strip() == "submitted"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+    assert _wait_for(lambda: server.log().count("went away") == 3, 15), server.log()
+    assert _wait_for(lambda: _fds(server.pid) == baseline, 15), (baseline, _fds(server.pid))
+
+
+@pytest.mark.parametrize("wait", ["spin", "suspend", "hybrid"])
+def test_server_killed_mid_request_gives_server_died_quickly(wait):
+    srv = paam.testing.start_server(device_cpu=-2)
+    try:
+        c = paam.Client(priority=1, kernels=["spin"], wait=wait, socket=srv.socket_path)
+        fut = c.submit("spin", duration_ms=5000)
+        time.sleep(0.05)
+        os.kill(srv.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(paam.ServerDied):
+            fut.result(timeout_sec=10)
+        assert time.monotonic() - t0 < 1.0
+        with pytest.raises(paam.ServerDied):  # and every later request too
+            c.request("spin", duration_ms=1)
+    finally:
+        srv.stop()
