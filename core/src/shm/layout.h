@@ -108,6 +108,15 @@ struct alignas(kCacheLine) RegionHeader {
   char error[kErrorTextBytes];     // NUL-terminated message when status != 0
 };
 
+// The offsets docs/shm_layout.md documents.
+static_assert(offsetof(DoorbellHeader, ring) == 64 && offsetof(DoorbellHeader, sleeping) == 128);
+static_assert(offsetof(ChannelHeader, head) == 64 && offsetof(ChannelHeader, tail) == 128 &&
+              offsetof(ChannelHeader, slots) == 192);
+static_assert(offsetof(RegionHeader, kernel_name) == 56 && offsetof(RegionHeader, state) == 128 &&
+              offsetof(RegionHeader, waiters) == 132 && offsetof(RegionHeader, sequence) == 136 &&
+              offsetof(RegionHeader, status) == 144 && offsetof(RegionHeader, output_bytes) == 152 &&
+              offsetof(RegionHeader, ts) == 160 && offsetof(RegionHeader, error) == 208);
+
 inline constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Layout of a region of the given capacities.
