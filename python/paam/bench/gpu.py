@@ -125,9 +125,16 @@ def _run_binary(args: argparse.Namespace, sub: list[str], json_path: Path) -> di
     return data
 
 
+def _command(bench: str) -> str:
+    argv = sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a.startswith("gpu-"):
+            return "paam bench " + " ".join([bench] + argv[i + 1:] if a == "gpu-all" else argv[i:])
+    return "paam bench " + bench
+
+
 def _header(args: argparse.Namespace, bench: str) -> dict[str, Any]:
-    return {"bench": bench, "date": _now_iso(), "command": "paam bench " + " ".join(sys.argv[2:] if
-            len(sys.argv) > 2 else [bench]), "machine": _machine()}
+    return {"bench": bench, "date": _now_iso(), "command": _command(bench), "machine": _machine()}
 
 
 # ------------------------------------------------------------------------------------------
@@ -266,10 +273,11 @@ def _kernel_cases(scale: float) -> dict[str, dict[str, Any]]:
     }
 
 
-def _client(priority: int, kernels: Any, *, direct: bool, socket: str | None, wait: str = "spin"):
+def _client(priority: int, kernels: Any, *, direct: bool, socket: str | None, wait: str = "spin",
+            backend: str = "cuda"):
     import paam
     if direct:
-        return paam.Client(priority=priority, kernels=kernels, wait=wait, direct=True, direct_backend="cuda")
+        return paam.Client(priority=priority, kernels=kernels, wait=wait, direct=True, direct_backend=backend)
     return paam.Client(priority=priority, kernels=kernels, wait=wait, socket=socket)
 
 
@@ -295,9 +303,10 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     cases = _kernel_cases(args.scale)
     decl = {n: (max(256, c["data"].nbytes), max(256, c["out"])) for n, c in cases.items()}
     results: dict[str, dict[str, Any]] = {}
-    with paam.testing.start_server(backend="cuda", buckets=args.buckets) as srv:
+    with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
         for mode in ("server", "direct"):
-            c = _client(100, decl, direct=mode == "direct", socket=srv.socket_path, wait=args.wait)
+            c = _client(100, decl, direct=mode == "direct", socket=srv.socket_path, wait=args.wait,
+                        backend=args.backend)
             try:
                 for name, case in cases.items():
                     r = _time_requests(c, name, case, args.iters, args.warmup)
@@ -311,7 +320,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         s, d = r["server"]["round_trip_us"], r["direct"]["round_trip_us"]
         rows.append([name, r["shape"], d["p50"], s["p50"], s["p50"] - d["p50"], d["mean"], s["mean"],
                      d["p99"], s["p99"], r["server"]["device_us"].get("p50", float("nan"))])
-    table = (f"Kernel round trip alone (µs), paamd (CUDA backend, {args.buckets} buckets) vs direct "
+    table = (f"Kernel round trip alone (µs), paamd ({args.backend} backend, {args.buckets} buckets) vs direct "
              f"invocation, wait={args.wait}, {args.iters} requests each, {_gpu_name()}\n\n" +
              _md_table(["kernel", "shape", "direct p50", "server p50", "Δ p50", "direct mean", "server mean",
                         "direct p99", "server p99", "device p50 (server)"], rows))
@@ -342,16 +351,18 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 # gpu-contention: one high-priority client, N low-priority ones keeping the GPU busy
 
 def _lp_worker(socket: str | None, direct: bool, priority: int, lp_ms: float, ready: Any, stop: Any,
-               counter: Any) -> None:
-    c = _client(priority, ["spin"], direct=direct, socket=socket, wait="suspend")
+               counter: Any, backend: str) -> None:
+    c = _client(priority, ["spin"], direct=direct, socket=socket, wait="suspend", backend=backend)
     c.request("spin", duration_ms=0.1)
     ready.release()
     n = 0
+    t0 = time.monotonic()
     while not stop.is_set():
         c.request("spin", duration_ms=lp_ms)
         n += 1
+    rate = n / max(1e-9, time.monotonic() - t0)
     with counter.get_lock():
-        counter.value += n
+        counter.value += rate
     c.close()
 
 
@@ -360,13 +371,14 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
     ctx = mp.get_context("spawn")
     direct = mode == "direct"
     hp = _client(1000, {args.hp_kernel: (max(256, case["data"].nbytes), max(256, case["out"]))}, direct=direct,
-                 socket=socket, wait="spin")
+                 socket=socket, wait="spin", backend=args.backend)
     data = case["data"].view(np.uint8).reshape(-1)
     hp.input_buffer(args.hp_kernel)[:data.size] = data
     for _ in range(args.warmup):
         hp.request_raw(args.hp_kernel, data.size, case["params"])
-    ready, stop, counter = ctx.Semaphore(0), ctx.Event(), ctx.Value("q", 0)
-    procs = [ctx.Process(target=_lp_worker, args=(socket, direct, 10 + i, args.lp_ms, ready, stop, counter),
+    ready, stop, counter = ctx.Semaphore(0), ctx.Event(), ctx.Value("d", 0.0)
+    procs = [ctx.Process(target=_lp_worker, args=(socket, direct, 10 + i, args.lp_ms, ready, stop, counter,
+                                                           args.backend),
                          daemon=True) for i in range(n_lp)]
     for p in procs:
         p.start()
@@ -376,7 +388,6 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
     time.sleep(0.05)
     rng = random.Random(3)
     lat, dev = [], []
-    t_start = time.monotonic()
     try:
         for _ in range(args.iters):
             time.sleep(rng.uniform(0, args.gap_ms) / 1e3)  # arrive at random phases
@@ -388,7 +399,6 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
             if ts.get("device_end") and ts.get("device_start"):
                 dev.append((ts["device_end"] - ts["device_start"]) / 1e3)
     finally:
-        elapsed = time.monotonic() - t_start
         stop.set()
         for p in procs:
             p.join(timeout=60)
@@ -396,7 +406,7 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
                 p.kill()
         hp.close()
     return {"latency_us": _stats(lat), "device_us": _stats(dev), "raw_latency_us": [round(x, 1) for x in lat],
-            "lp_requests_per_s": counter.value / elapsed if elapsed > 0 else 0.0}
+            "lp_requests_per_s": counter.value}
 
 
 def cmd_contention(args: argparse.Namespace) -> int:
@@ -409,7 +419,7 @@ def cmd_contention(args: argparse.Namespace) -> int:
     results: dict[str, dict[str, Any]] = {"server": {}, "direct": {}}
     for n_lp in args.clients:
         # a fresh server per point: the high-priority client registers first, so it gets the top bucket
-        with paam.testing.start_server(backend="cuda", buckets=args.buckets) as srv:
+        with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
             results["server"][str(n_lp)] = _contention_run("server", n_lp, args, srv.socket_path, case)
         results["direct"][str(n_lp)] = _contention_run("direct", n_lp, args, None, case)
         for mode in ("server", "direct"):
@@ -426,7 +436,7 @@ def cmd_contention(args: argparse.Namespace) -> int:
             rows.append([n_lp, mode, s["p50"], s["p99"], s["max"], r["device_us"].get("p50", float("nan")),
                          round(r["lp_requests_per_s"], 1)])
     table = (f"High-priority {args.hp_kernel} ({case['shape']}) latency (µs) while N low-priority clients "
-             f"run spin {args.lp_ms} ms back to back; server: paamd CUDA backend, {args.buckets} buckets; "
+             f"run spin {args.lp_ms} ms back to back; server: paamd {args.backend} backend, {args.buckets} buckets; "
              f"direct: N+1 processes, one context each; {args.iters} requests per point, {_gpu_name()}\n\n" +
              _md_table(["N", "mode", "p50", "p99", "max", "device p50", "LP req/s"], rows))
 
@@ -462,9 +472,10 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     n = 1024
     data = np.random.default_rng(5).standard_normal(2 * n, dtype=np.float32).view(np.uint8)
     results: dict[str, Any] = {}
-    with paam.testing.start_server(backend="cuda", buckets=args.buckets) as srv:
+    with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
         for wait in args.waits:
-            c = _client(100, {"vector_add": (data.size, 4 * n)}, direct=False, socket=srv.socket_path, wait=wait)
+            c = _client(100, {"vector_add": (data.size, 4 * n)}, direct=False, socket=srv.socket_path, wait=wait,
+                        backend=args.backend)
             c.input_buffer("vector_add")[:data.size] = data
             stages: dict[str, list[float]] = {f"{a}->{b}": [] for a, b in zip(STAGES, STAGES[1:])}
             rt, total = [], []
@@ -483,7 +494,8 @@ def cmd_overhead(args: argparse.Namespace) -> int:
             c.close()
             results[wait] = {"round_trip_us": _stats(rt), "submitted_to_woken_us": _stats(total),
                              "stages_us": {k: _stats(v) for k, v in stages.items()}}
-    d = _client(100, {"vector_add": (data.size, 4 * n)}, direct=True, socket=None, wait="spin")
+    d = _client(100, {"vector_add": (data.size, 4 * n)}, direct=True, socket=None, wait="spin",
+                backend=args.backend)
     d.input_buffer("vector_add")[:data.size] = data
     rt = []
     for i in range(args.warmup + args.iters):
@@ -507,7 +519,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
                     [st[k].get("p50", float("nan")) for k in st])
     rows.append(["direct", results["direct"]["round_trip_us"]["p50"], results["direct"]["round_trip_us"]["p99"],
                  "", 0.0, ""] + [""] * (len(STAGES) - 1))
-    table = (f"Request overhead through paamd, CUDA backend, vector_add n={n} (µs, p50 unless noted), "
+    table = (f"Request overhead through paamd, {args.backend} backend, vector_add n={n} (µs, p50 unless noted), "
              f"{args.iters} requests, {_gpu_name()}\n\n" +
              _md_table(["wait", "round trip p50", "round trip p99", "submitted→woken", "Δ vs direct", "kernel"] +
                        [k for k in results[args.waits[0]]["stages_us"]], rows))
@@ -561,9 +573,9 @@ _DEFAULTS = {
     "preempt": {"iters": 20000, "lead_us": 0.0, "kernels": list(KERNELS), "matmul": 1024},
     "kappa": {"iters": 500, "slices_us": [5.0, 10.0, 20.0, 50.0, 100.0], "lp_ms": 2.0, "lead_us": 0.0},
     "backend": {"iters": 5000},
-    "kernels": {"iters": 300, "warmup": 20, "buckets": 6, "wait": "spin", "scale": 1.0},
-    "overhead": {"iters": 2000, "warmup": 50, "buckets": 6, "waits": ["spin", "suspend"]},
-    "contention": {"iters": 400, "warmup": 10, "buckets": 6, "clients": [0, 1, 2, 4], "lp_ms": 5.0,
+    "kernels": {"backend": "cuda", "iters": 300, "warmup": 20, "buckets": 6, "wait": "spin", "scale": 1.0},
+    "overhead": {"backend": "cuda", "iters": 2000, "warmup": 50, "buckets": 6, "waits": ["spin", "suspend"]},
+    "contention": {"backend": "cuda", "iters": 400, "warmup": 10, "buckets": 6, "clients": [0, 1, 2, 4], "lp_ms": 5.0,
                    "hp_kernel": "matmul", "gap_ms": 2.0, "scale": 1.0},
 }
 
@@ -571,6 +583,11 @@ _DEFAULTS = {
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results/gpu", help="results folder (default: results/gpu)")
     p.add_argument("--binary", default=None, help="path of paam_gpu_bench")
+
+
+def _backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
+                   help="server and direct-mode backend (cpu: the same bench without a GPU)")
 
 
 def _add(sub: Any, name: str, fn: Callable[[argparse.Namespace], int], help_text: str,
@@ -602,6 +619,7 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--iters", type=int, default=d["iters"])
 
     def kernels(p, d):
+        _backend_arg(p)
         p.add_argument("--iters", type=int, default=d["iters"])
         p.add_argument("--warmup", type=int, default=d["warmup"])
         p.add_argument("--buckets", type=int, default=d["buckets"])
@@ -609,12 +627,14 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--scale", type=float, default=d["scale"], help="multiplies the problem sizes")
 
     def overhead(p, d):
+        _backend_arg(p)
         p.add_argument("--iters", type=int, default=d["iters"])
         p.add_argument("--warmup", type=int, default=d["warmup"])
         p.add_argument("--buckets", type=int, default=d["buckets"])
         p.add_argument("--waits", nargs="+", default=d["waits"], choices=["spin", "suspend", "hybrid"])
 
     def contention(p, d):
+        _backend_arg(p)
         p.add_argument("--iters", type=int, default=d["iters"], help="high-priority requests per point")
         p.add_argument("--warmup", type=int, default=d["warmup"])
         p.add_argument("--buckets", type=int, default=d["buckets"])
@@ -647,3 +667,15 @@ def _all_entry(args: argparse.Namespace) -> int:
             d["iters"] = max(20, d["iters"] // 20)
         setattr(args, f"_{name}_defaults", d)
     return cmd_all(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m paam.bench.gpu gpu-…``: the same sub-commands without the paam CLI."""
+    parser = argparse.ArgumentParser(prog="python -m paam.bench.gpu")
+    register(parser.add_subparsers(dest="bench", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -133,6 +134,21 @@ class CudaBackend final : public Backend {
   }
   cudaError_t Wait(Lane* lane) const;
   Status SetUpFlags(Unit* unit);
+  Result<RegionState*> ImplicitState(const RegionMemory& region);
+
+  // Regions that reached Run() without AttachRegion() (a caller that builds a fresh
+  // RegionMemory per call, as direct mode may): attached on first use, keyed by their host
+  // areas, reused afterwards and released with the backend. Linear search; few entries.
+  struct Implicit {
+    void* input;
+    void* output;
+    uint64_t input_capacity;
+    uint64_t output_capacity;
+    int unit;
+    RegionMemory memory;  // the attached copy, owns the RegionState
+  };
+  std::mutex implicit_mu_;
+  std::vector<std::unique_ptr<Implicit>> implicit_;  // GUARDED_BY(implicit_mu_)
 
   // Constant after Init.
   int levels_ = 1;
@@ -145,6 +161,7 @@ class CudaBackend final : public Backend {
 };
 
 CudaBackend::~CudaBackend() {
+  for (auto& r : implicit_) DetachRegion(&r->memory);
   for (Unit& u : units_) {
     DeviceGuard guard(u.ordinal);
     for (Lane& l : u.lanes) {
@@ -317,6 +334,17 @@ Status CudaBackend::AttachRegion(RegionMemory* region) {
   } else {
     if (region->input != nullptr && region->input_capacity > 0) ranges.push_back({region->input, region->input_capacity});
     if (region->output != nullptr && region->output_capacity > 0) ranges.push_back({region->output, region->output_capacity});
+    if (ranges.size() == 2) {
+      // Areas that share or nearly share pages (one buffer split in two) are pinned as one
+      // range: pinning the second would fail on the page they have in common.
+      auto lo = [](const Range& r) { return reinterpret_cast<uintptr_t>(r.p); };
+      auto hi = [](const Range& r) { return reinterpret_cast<uintptr_t>(r.p) + r.n; };
+      const uintptr_t begin = std::min(lo(ranges[0]), lo(ranges[1]));
+      const uintptr_t end = std::max(hi(ranges[0]), hi(ranges[1]));
+      const uintptr_t gap = lo(ranges[0]) < lo(ranges[1]) ? lo(ranges[1]) - std::min(hi(ranges[0]), lo(ranges[1]))
+                                                          : lo(ranges[0]) - std::min(hi(ranges[1]), lo(ranges[0]));
+      if (gap < (uintptr_t{1} << 16)) ranges = {{reinterpret_cast<void*>(begin), end - begin}};
+    }
   }
   for (size_t i = 0; i < ranges.size(); ++i) {
     cudaError_t e = cudaHostRegister(ranges[i].p, ranges[i].n, cudaHostRegisterPortable);
@@ -384,12 +412,33 @@ cudaError_t CudaBackend::Wait(Lane* l) const {
   return cudaSuccess;
 }
 
+Result<RegionState*> CudaBackend::ImplicitState(const RegionMemory& region) {
+  std::lock_guard<std::mutex> lock(implicit_mu_);
+  for (auto& r : implicit_) {
+    if (r->input == region.input && r->output == region.output && r->input_capacity == region.input_capacity &&
+        r->output_capacity == region.output_capacity && r->unit == region.device_index) {
+      return static_cast<RegionState*>(r->memory.backend_state);
+    }
+  }
+  auto r = std::make_unique<Implicit>(Implicit{region.input, region.output, region.input_capacity,
+                                               region.output_capacity, region.device_index, region});
+  r->memory.backend_state = nullptr;
+  Status s = AttachRegion(&r->memory);
+  if (!s.ok()) return s;
+  auto* st = static_cast<RegionState*>(r->memory.backend_state);
+  implicit_.push_back(std::move(r));
+  return st;
+}
+
 Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes* times) {
   RegionMemory* region = call.region;
-  if (region == nullptr || region->backend_state == nullptr || call.kernel == nullptr) {
-    return Status(Errc::kInvalidArgument, "cuda: run on a region that is not attached");
+  if (region == nullptr || call.kernel == nullptr) return Status(Errc::kInvalidArgument, "cuda: no region or kernel");
+  RegionState* st = static_cast<RegionState*>(region->backend_state);
+  if (st == nullptr) {
+    auto found = ImplicitState(*region);
+    if (!found.ok()) return found.status();
+    st = found.value();
   }
-  auto* st = static_cast<RegionState*>(region->backend_state);
   Lane* l = LaneOf(region->device_index, level, lane);
   if (l == nullptr) return Status(Errc::kInvalidArgument, "cuda: no such level/lane");
   if (call.kernel->run_cuda == nullptr) {

@@ -11,7 +11,10 @@
 // Data plane: AttachRegion page-locks the region's mapping (cudaHostRegister) and allocates its
 // device input/output buffers on the region's GPU once; Run copies input in, runs the kernel and
 // copies output out asynchronously on the lane's stream, then waits for that stream work only.
-// Run allocates nothing on success. Waiting polls an event (spin, lowest latency, one core per
+// Run allocates nothing on success. A region that reaches Run without AttachRegion (a caller
+// that builds a fresh RegionMemory per call) is attached implicitly on first use, keyed by its
+// host areas, and released with the backend; AttachRegion remains the way to avoid that first
+// request's cost. Waiting polls an event (spin, lowest latency, one core per
 // busy worker) unless PAAM_CUDA_WAIT=block is set in the environment, which sleeps in the driver.
 // DeviceTimes bracket the kernel: they come from events around it, anchored to CLOCK_MONOTONIC
 // at the moment completion is seen (about a microsecond of error with spin waiting).
