@@ -105,16 +105,31 @@ System GenerateChainSet(const GeneratorParams& p, uint64_t seed) {
   std::vector<int64_t> priority(p.chains);
   for (int rank = 0; rank < p.chains; ++rank) priority[by_period[rank]] = p.chains - rank;
 
-  // Worst-fit decreasing of whole chains onto executors by (E + A) / T.
+  // Worst-fit decreasing of whole chains by (E + A) / T: onto the least loaded CPU, there onto
+  // its least loaded executor.
   std::vector<int> by_util(p.chains);
   std::iota(by_util.begin(), by_util.end(), 0);
   std::stable_sort(by_util.begin(), by_util.end(), [&](int a, int b) { return util[a] > util[b]; });
+  std::vector<double> cpu_load(p.cpus, 0.0);
   std::vector<double> load(sys.executors.size(), 0.0);
   std::vector<int> executor_of(p.chains, 0);
   for (int c : by_util) {
-    const int e = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    const int cpu = static_cast<int>(std::min_element(cpu_load.begin(), cpu_load.end()) - cpu_load.begin());
+    const auto first = load.begin() + cpu * p.executors_per_cpu;
+    const int e = static_cast<int>(std::min_element(first, first + p.executors_per_cpu) - load.begin());
     executor_of[c] = e;
     load[e] += util[c];
+    cpu_load[cpu] += util[c];
+  }
+  // PiCAS executor priorities: on each CPU, the executor with the more critical chains (by its
+  // highest chain priority) gets the higher OS priority: 90, 89, ...
+  std::vector<int64_t> top(sys.executors.size(), -1);
+  for (int c = 0; c < p.chains; ++c) top[executor_of[c]] = std::max(top[executor_of[c]], priority[c]);
+  for (int cpu = 0; cpu < p.cpus; ++cpu) {
+    std::vector<int> local(p.executors_per_cpu);
+    std::iota(local.begin(), local.end(), cpu * p.executors_per_cpu);
+    std::stable_sort(local.begin(), local.end(), [&](int a, int b) { return top[a] > top[b]; });
+    for (int k = 0; k < p.executors_per_cpu; ++k) sys.executors[local[k]].priority = 90 - k;
   }
 
   const int segments = p.callbacks_per_chain * p.segments_per_callback;

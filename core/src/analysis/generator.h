@@ -11,7 +11,9 @@
 // Periods are log-uniform in [period_min, period_max], deadlines equal periods, and chain
 // priorities are rate-monotonic. Chains go whole onto `cpus * executors_per_cpu` executors by
 // worst-fit decreasing on (E + A) / T (executors block while their callbacks wait for the
-// accelerator, so that is their load); executor k of a CPU has OS priority 90 - k.
+// accelerator, so that is their load): the least loaded CPU, there the least loaded executor.
+// On each CPU the executors get OS priorities 90, 89, ... in the order of the most critical
+// chain each hosts (PiCAS executor priority assignment).
 //
 // Thread safety: pure functions of their arguments.
 #pragma once

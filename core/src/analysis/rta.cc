@@ -33,6 +33,14 @@ inline double Interference(const std::vector<Demand>& demands, double t) {
   return sum;
 }
 
+// Long-run demand per unit of time. When the demands of a recurrence x <- c + sum mu(x)*cost
+// reach 1, it has no fixed point: mu(x) >= x/T + 1 makes the right side exceed x everywhere.
+inline double Slope(const std::vector<Demand>& demands) {
+  double sum = 0.0;
+  for (const Demand& d : demands) sum += d.cost / d.period;
+  return sum;
+}
+
 // No analysis of a sane system needs this many steps; past it the bound is reported infinite.
 constexpr int kMaxIterations = 1'000'000;
 
@@ -204,6 +212,7 @@ double Analyzer::Lemma2Segment(int c, int a, double a_star, double blocking) con
   for (int h = 0; h < static_cast<int>(sys_.chains.size()); ++h) {
     if (Higher(c, h) && sum_a_[a][h] > 0) hps.push_back({sys_.chains[h].period, sum_a_[a][h]});
   }
+  if (Slope(hps) >= 1.0) return kInfinity;
   const double base = a_star + blocking;
   FixedPoint fp =
       Iterate([&](double x) { return base + Interference(hps, x); }, base, kInfinity, cap_);
@@ -261,11 +270,15 @@ void Analyzer::AnalyseSubChain(int index, SubChainResult& out) {
 
   const double deadline = Deadline(c);
   const double stop = opt_.stop_at_deadline ? deadline : kInfinity;
+  // Growth of H*(R): that of Lemma 3 unless the R-independent Lemma 2 bound caps it.
+  const bool handling_capped =
+      s.segments == 0 || (opt_.handling != HandlingBound::kPerChain && std::isfinite(s.h_seg));
+  const double handling_slope = handling_capped ? 0.0 : Slope(s.chain_hps);
   double dummy_seg = 0, dummy_chain = 0;
   // Start: the fixed point of R = B + E + H*(R) (H^chain evaluated at the start value itself).
   FixedPoint start = Iterate(
       [&](double r) { return blocking + s.cpu + handling_at(r, &dummy_seg, &dummy_chain); },
-      blocking + s.cpu + s.overhead, stop, cap_);
+      blocking + s.cpu + s.overhead, stop, handling_slope >= 1.0 ? 0.0 : cap_);
 
   SubChainResult& res = out;
   res.executor = s.executor;
@@ -286,7 +299,8 @@ void Analyzer::AnalyseSubChain(int index, SubChainResult& out) {
   if (start.converged) {
     // Theorem 1 (Lemma 4 when no chain involved has an accelerator segment). After Iterate,
     // the parts in `res` are those of the last evaluation, which produced fp.value.
-    fp = Iterate(evaluate, start.value, stop, cap_);
+    const double slope = handling_slope + Slope(hp) + Slope(hpp);
+    fp = Iterate(evaluate, start.value, stop, slope >= 1.0 ? 0.0 : cap_);
   } else {
     // Already past the deadline before any interference: all of it is handling time.
     res.handling = fp.value - blocking - s.cpu;

@@ -1,0 +1,169 @@
+"""Run the C++ response-time analysis on a :class:`~paam.analysis.model.SystemSpec`.
+
+The analysis itself is ``paam._core.rta`` (core/src/analysis/rta.h); this module converts the
+description to its structs and its report back to plain Python values.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from paam.analysis.model import InputError, SystemSpec
+
+HANDLING_BOUNDS = ("min", "per-segment", "per-chain")
+
+
+def _rta():
+    # The single place this package touches the native module.
+    from paam import _core
+    return _core.rta
+
+
+@dataclass
+class SubChainBound:
+    executor: str
+    callbacks: list[str]
+    wcrt: float
+    blocking: float
+    own_cpu: float
+    handling: float
+    handling_per_segment: float
+    handling_per_chain: float
+    interference_executor: float
+    interference_cpu: float
+    segments: int
+    converged: bool
+
+
+@dataclass
+class ChainBound:
+    name: str
+    priority: int
+    period: float
+    deadline: float
+    best_effort: bool
+    wcrt: float            # math.inf when unbounded; a lower bound of the bound if not converged
+    schedulable: bool
+    converged: bool
+    blocking: float
+    own_cpu: float
+    handling: float        # H*, including delta * epsilon
+    interference: float
+    communication: float
+    subchains: list[SubChainBound] = field(default_factory=list)
+
+
+@dataclass
+class Analysis:
+    chains: list[ChainBound]
+    schedulable: bool
+
+    def chain(self, name: str) -> ChainBound:
+        for c in self.chains:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready: infinite times become ``None``."""
+        def clean(value: Any) -> Any:
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [clean(v) for v in value]
+            return value
+        return {"chains": [clean(asdict(c)) for c in self.chains],
+                "schedulable": self.schedulable}
+
+
+def to_core(spec: SystemSpec):
+    """The ``paam._core.rta.System`` of a description (units, not types, on every segment)."""
+    rta = _rta()
+    system = rta.System()
+    acc_index = {name: i for i, name in enumerate(spec.accelerators)}
+    ex_index = {name: i for i, name in enumerate(spec.executors)}
+    accelerators = []
+    for a in spec.accelerators.values():
+        x = rta.Accelerator()
+        x.name, x.buckets, x.overhead, x.preemption = a.name, a.buckets, a.overhead, a.preemption
+        accelerators.append(x)
+    executors = []
+    for e in spec.executors.values():
+        x = rta.Executor()
+        x.name, x.cpu, x.priority = e.name, e.cpu, e.priority
+        x.wait = rta.Wait.SUSPEND if e.wait == "suspend" else rta.Wait.SPIN  # hybrid: spin
+        executors.append(x)
+    chains = []
+    for ch in spec.chains:
+        c = rta.Chain()
+        c.name, c.priority, c.period = ch.name, ch.priority, ch.period
+        c.deadline = ch.deadline or 0.0
+        c.best_effort = ch.best_effort
+        callbacks = []
+        for cb in ch.callbacks:
+            if cb.executor not in ex_index:
+                raise InputError(f"chain '{ch.name}', callback '{cb.name}': field 'executor': "
+                                 f"unknown executor {cb.executor!r}")
+            x = rta.Callback()
+            x.name, x.executor, x.wcet = cb.name, ex_index[cb.executor], cb.wcet
+            segments = []
+            for s in cb.segments:
+                if s.accelerator not in acc_index:
+                    raise InputError(f"chain '{ch.name}', callback '{cb.name}': field "
+                                     f"'accelerator': '{s.accelerator}' is not a unit")
+                y = rta.Segment()
+                y.accelerator, y.wcet = acc_index[s.accelerator], s.wcet
+                segments.append(y)
+            x.segments = segments
+            callbacks.append(x)
+        c.callbacks = callbacks
+        chains.append(c)
+    system.accelerators = accelerators
+    system.executors = executors
+    system.chains = chains
+    system.comm_cost = spec.comm_cost
+    return system
+
+
+def analyze(spec: SystemSpec, *, handling: str = "min",
+            stop_at_deadline: bool = True) -> Analysis:
+    """Bounds of every chain of ``spec``.
+
+    :param handling: ``"min"`` (the PAAM analysis), ``"per-segment"`` (Lemma 2 only) or
+        ``"per-chain"`` (Lemma 3 only).
+    :param stop_at_deadline: stop each iteration as soon as it passes the deadline (the
+        analysis as specified); ``False`` iterates on, so a missing chain shows its real bound.
+    :raises InputError: the description is malformed.
+    """
+    rta = _rta()
+    options = rta.Options()
+    options.handling = {"min": rta.HandlingBound.MIN,
+                        "per-segment": rta.HandlingBound.PER_SEGMENT,
+                        "per-chain": rta.HandlingBound.PER_CHAIN}[handling]
+    options.stop_at_deadline = stop_at_deadline
+    try:
+        report = rta.analyze(to_core(spec), options)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    executor_names = list(spec.executors)
+    chains = []
+    for ch, r in zip(spec.chains, report.chains):
+        subs = [SubChainBound(
+            executor=executor_names[s.executor],
+            callbacks=[cb.name for cb in ch.callbacks[s.first_callback:s.last_callback + 1]],
+            wcrt=s.wcrt, blocking=s.blocking, own_cpu=s.own_cpu, handling=s.handling,
+            handling_per_segment=s.handling_per_segment,
+            handling_per_chain=s.handling_per_chain,
+            interference_executor=s.interference_executor,
+            interference_cpu=s.interference_cpu, segments=s.segments,
+            converged=s.converged) for s in r.subchains]
+        chains.append(ChainBound(
+            name=r.name, priority=ch.priority, period=ch.period, deadline=r.deadline,
+            best_effort=r.best_effort, wcrt=r.wcrt, schedulable=r.schedulable,
+            converged=r.converged, blocking=r.blocking, own_cpu=r.own_cpu,
+            handling=r.handling, interference=r.interference,
+            communication=r.communication, subchains=subs))
+    return Analysis(chains=chains, schedulable=report.schedulable)

@@ -1,0 +1,377 @@
+"""The analysis from Python: YAML checking, bounds of the paper's case study, plan, the CLI."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from paam.analysis import InputError, analyze, load_system, options_for, parse_system, plan
+from paam.analysis import cli as analysis_cli
+
+CASE_STUDY_1 = """\
+    # The PAAM paper's case study 1 (../shared/examples/case_study_1.yaml), kept here so the
+    # test does not depend on files outside the repository.
+    accelerators:
+      gpu0: {buckets: 6, overhead: 0.391, preemption: 0.130}
+    executors:
+      ex1: {cpu: 2, priority: 90, wait: suspend}
+      ex2: {cpu: 3, priority: 89, wait: suspend}
+      ex3: {cpu: 4, priority: 88, wait: suspend}
+      ex4: {cpu: 5, priority: 87, wait: suspend}
+      ex5: {cpu: 6, priority: 86, wait: suspend}
+      ex6: {cpu: 7, priority: 85, wait: suspend}
+      be1: {cpu: 2, priority: 70, wait: suspend}
+      be2: {cpu: 3, priority: 69, wait: suspend}
+    comm_cost: 0
+    chains:
+      - name: chain1
+        priority: 8
+        period: 120
+        callbacks:
+          - {name: c1_1, executor: ex1, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c1_2, executor: ex1, wcet: 6, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: chain2
+        priority: 7
+        period: 120
+        callbacks:
+          - {name: c2_1, executor: ex2, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c2_2, executor: ex2, wcet: 8, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c2_3, executor: ex2, wcet: 9, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: chain3
+        priority: 6
+        period: 220
+        callbacks:
+          - {name: c3_1, executor: ex3, wcet: 6, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c3_2, executor: ex3, wcet: 8, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c3_3, executor: ex3, wcet: 4, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c3_4, executor: ex3, wcet: 8, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: chain4
+        priority: 5
+        period: 260
+        callbacks:
+          - {name: c4_1, executor: ex4, wcet: 5, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c4_2, executor: ex4, wcet: 7, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c4_3, executor: ex4, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: chain5
+        priority: 4
+        period: 360
+        callbacks:
+          - {name: c5_1, executor: ex5, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c5_2, executor: ex5, wcet: 1, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c5_3, executor: ex5, wcet: 7, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: chain6
+        priority: 3
+        period: 400
+        callbacks:
+          - {name: c6_1, executor: ex6, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: c6_2, executor: ex6, wcet: 7, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: be1
+        priority: 2
+        period: 120
+        best_effort: true
+        callbacks:
+          - {name: be1_1, executor: be1, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: be1_2, executor: be1, wcet: 6, segments: [{accelerator: gpu0, wcet: 10}]}
+      - name: be2
+        priority: 1
+        period: 220
+        best_effort: true
+        callbacks:
+          - {name: be2_1, executor: be2, wcet: 6, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: be2_2, executor: be2, wcet: 8, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: be2_3, executor: be2, wcet: 4, segments: [{accelerator: gpu0, wcet: 10}]}
+          - {name: be2_4, executor: be2, wcet: 8, segments: [{accelerator: gpu0, wcet: 10}]}
+"""
+
+
+def run_cli(*argv: str) -> int:
+    """Run one of this package's sub-commands (without the rest of the paam CLI)."""
+    parser = argparse.ArgumentParser(prog="paam")
+    analysis_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(list(argv))
+    return args.func(args)
+
+
+def write(tmp_path: Path, text: str, name: str = "system.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+SMALL = """\
+    accelerators:
+      gpu0: {buckets: 1, overhead: 0.5, preemption: 0}
+    executors:
+      hi: {cpu: 0, priority: 95, wait: WAIT}
+      lo: {cpu: 0, priority: 90}
+    chains:
+      - name: P
+        priority: 2
+        period: 20
+        callbacks:
+          - {name: p1, executor: hi, wcet: 2, segments: [{accelerator: gpu0, wcet: 3}]}
+      - name: Q
+        priority: 1
+        period: 100
+        deadline: DEADLINE
+        callbacks:
+          - {name: q1, executor: lo, wcet: 10}
+"""
+
+
+def small(tmp_path: Path, wait: str = "suspend", deadline: float = 100) -> Path:
+    return write(tmp_path, SMALL.replace("WAIT", wait).replace("DEADLINE", str(deadline)))
+
+
+# --------------------------------------------------------------------------------------------
+# Bounds
+
+@pytest.fixture
+def case_study(tmp_path) -> Path:
+    return write(tmp_path, CASE_STUDY_1, "case_study_1.yaml")
+
+
+def test_case_study_bounds_match_the_hand_computation(case_study):
+    result = analyze(load_system(case_study))
+    # n = 6 buckets for N = 8 chains: floor(rank*6/8) puts chain1 and chain2 in bucket 0.
+    # A* = 10 + 2*0.13 = 10.26. chain1: each segment blocked by chain2's 10.26, no hps:
+    #   H = 2 * 20.52 = 41.04, H* = 41.04 + 2*0.391 = 41.822, R = 8 + 41.822 = 49.822.
+    assert result.chain("chain1").wcrt == pytest.approx(49.822, abs=1e-9)
+    # chain2: no blocking (chain3 is in bucket 1); Lemma 3: 3*10.26 + (ceil(R/120)+1)*20.52
+    #   = 71.82 (Lemma 2 would give 3 * (10.26 + 2*20.52) = 153.9); H* = 71.82 + 3*0.391
+    #   = 72.993; R = 19 + 72.993 = 91.993.
+    chain2 = result.chain("chain2")
+    assert chain2.wcrt == pytest.approx(91.993, abs=1e-9)
+    assert chain2.subchains[0].handling_per_segment == pytest.approx(153.9, abs=1e-9)
+    # chain3: 26 + 4*10.26 + (2+1)*20.52 + (2+1)*30.78 + 4*0.391 = 222.504 > 220.
+    chain3 = result.chain("chain3")
+    assert not chain3.schedulable
+    assert chain3.wcrt == pytest.approx(222.504, abs=1e-9)
+    assert not result.schedulable
+
+
+def test_spin_charges_more_than_suspend(tmp_path):
+    # Q is below P's executor on CPU 0. Suspend: 10 + 2*(2 + 0.5) = 15.
+    # Spin: P's H* = 3.5 per job: 10 -> 21 -> 26.5 -> 26.5.
+    suspend = analyze(load_system(small(tmp_path, "suspend"))).chain("Q").wcrt
+    spin = analyze(load_system(small(tmp_path, "spin"))).chain("Q").wcrt
+    hybrid = analyze(load_system(small(tmp_path, "hybrid"))).chain("Q").wcrt
+    assert suspend == pytest.approx(15.0)
+    assert spin == pytest.approx(26.5)
+    assert hybrid == spin  # hybrid waiting is analysed as spinning
+
+
+def test_json_turns_an_unbounded_time_into_null(tmp_path):
+    path = write(tmp_path, """\
+        accelerators: {gpu0: {}}
+        executors: {a: {cpu: 0, priority: 1}, b: {cpu: 1, priority: 1}}
+        chains:
+          - {name: hog, priority: 2, period: 10, callbacks: [{executor: a, wcet: 0, segments: [{accelerator: gpu0, wcet: 10}]}]}
+          - {name: victim, priority: 1, period: 100, callbacks: [{executor: b, wcet: 1, segments: [{accelerator: gpu0, wcet: 1}]}]}
+        """)
+    data = analyze(load_system(path), stop_at_deadline=False).to_json()
+    victim = next(c for c in data["chains"] if c["name"] == "victim")
+    assert victim["wcrt"] is None and victim["schedulable"] is False
+    json.dumps(data, allow_nan=False)  # strictly valid JSON
+
+
+# --------------------------------------------------------------------------------------------
+# Input checking: the message names the chain and the field
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda d: d["chains"][1]["callbacks"][0].update(executor="nope"),
+     ["chain 'Q'", "callback 'q1'", "'executor'", "unknown executor 'nope'"]),
+    (lambda d: d["chains"][0]["callbacks"][0]["segments"][0].update(accelerator="tpu"),
+     ["chain 'P'", "callback 'p1'", "'accelerator'", "unknown accelerator 'tpu'"]),
+    (lambda d: d["chains"][1].update(priority=2),
+     ["chain 'Q'", "'priority'", "already used by chain 'P'"]),
+    (lambda d: d["chains"][1].update(deadline=150),
+     ["chain 'Q'", "'deadline'", "above the period"]),
+    (lambda d: d["chains"][0]["callbacks"][0].update(wcet=-1),
+     ["chain 'P'", "callback 'p1'", "'wcet'", "negative"]),
+    (lambda d: d["chains"][0].update(perod=20),
+     ["chain 'P'", "unknown field", "'perod'"]),
+    (lambda d: d["chains"][0].update(period="fast"),
+     ["chain 'P'", "'period'", "must be a number"]),
+    (lambda d: d["executors"]["lo"].update(priority=95),
+     ["executor 'lo'", "'priority'", "already used by executor 'hi'"]),
+    (lambda d: d["accelerators"]["gpu0"].update(buckets=0),
+     ["accelerator 'gpu0'", "'buckets'"]),
+])
+def test_bad_input_names_the_chain_and_the_field(tmp_path, edit, expected):
+    data = yaml.safe_load(small(tmp_path).read_text())
+    edit(data)
+    with pytest.raises(InputError) as err:
+        parse_system(data)
+    for fragment in expected:
+        assert fragment in str(err.value)
+
+
+def test_optional_fields_default_sensibly(tmp_path):
+    spec = load_system(small(tmp_path))
+    q = next(c for c in spec.chains if c.name == "Q")
+    assert q.effective_deadline == 100 and not q.best_effort
+    assert spec.comm_cost == 0 and spec.executors["lo"].wait == "suspend"
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+def test_analyze_exit_status_and_json(tmp_path, capsys):
+    assert run_cli("analyze", str(small(tmp_path))) == 0
+    table = capsys.readouterr().out
+    assert "bound" in table and "interference" in table and "schedulable" in table
+    assert run_cli("analyze", "--json", str(small(tmp_path, deadline=14))) == 1
+    data = json.loads(capsys.readouterr().out)
+    q = next(c for c in data["chains"] if c["name"] == "Q")
+    assert set(["name", "wcrt", "deadline", "schedulable"]) <= set(q)
+    assert q["schedulable"] is False and data["schedulable"] is False
+    assert run_cli("analyze", str(tmp_path / "missing.yaml")) == 2
+    assert "cannot read" in capsys.readouterr().err
+    bad = write(tmp_path, "chains: [{name: x, priority: 1, period: -5, callbacks: []}]\n", "bad.yaml")
+    assert run_cli("analyze", str(bad)) == 2
+    assert "chain 'x'" in capsys.readouterr().err
+
+
+def test_case_study_is_reported_unschedulable_with_exit_1(case_study, capsys):
+    assert run_cli("analyze", str(case_study)) == 1
+    assert "chain 'chain3' misses its deadline 220.000 ms" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+
+PLAN_INPUT = """\
+    # Everything crammed onto one executor: B and C miss (with units: 126.5 and 392.1 ms).
+    accelerators:
+      gpu0: {buckets: 2, overhead: 0.05, preemption: 0.1, type: gpu}
+      gpu1: {buckets: 2, overhead: 0.05, preemption: 0.1, type: gpu}
+    executors:
+      only: {cpu: 0, priority: 50}
+    plan: {cpus: [0, 1], executor_priority: 80}
+    chains:
+      - name: A
+        priority: 3
+        period: 50
+        callbacks:
+          - {name: a1, executor: only, wcet: 10, segments: [{accelerator: GPU_A, wcet: 2}]}
+          - {name: a2, executor: only, wcet: 10, segments: [{accelerator: GPU_A, wcet: 2}]}
+      - name: B
+        priority: 2
+        period: 50
+        callbacks:
+          - {name: b1, executor: only, wcet: 5, segments: [{accelerator: GPU_B, wcet: 1.5}]}
+          - {name: b2, executor: only, wcet: 5, segments: [{accelerator: GPU_B, wcet: 1.5}]}
+      - name: C
+        priority: 1
+        period: 100
+        callbacks:
+          - {name: c1, executor: only, wcet: 15, segments: [{accelerator: GPU_C, wcet: 1}]}
+          - {name: c2, executor: only, wcet: 15, segments: [{accelerator: GPU_C, wcet: 1}]}
+"""
+
+
+def plan_input(tmp_path: Path, *, units: bool = False) -> Path:
+    """The planning example; segments name the type 'gpu', or (units=True) fixed units."""
+    text = PLAN_INPUT
+    for chain, unit in (("A", "gpu0"), ("B", "gpu1"), ("C", "gpu0")):
+        text = text.replace(f"GPU_{chain}", unit if units else "gpu")
+    return write(tmp_path, text, "units.yaml" if units else "types.yaml")
+
+
+def test_plan_assigns_priorities_units_and_executors_and_becomes_schedulable(tmp_path):
+    spec = load_system(plan_input(tmp_path), for_planning=True)
+    planned = plan(spec, options_for(spec))
+    cbs = {cb.name: cb for c in planned.chains for cb in c.callbacks}
+    # Algorithm 1: ascending chain priority C, B, A; callbacks in chain order.
+    assert [cbs[n].priority for n in ("c1", "c2", "b1", "b2", "a1", "a2")] == [1, 2, 3, 4, 5, 6]
+    # WFD on A/T: a1 .04 -> gpu0, a2 .04 -> gpu1, b1 .03 -> gpu0, b2 -> gpu1, c1 .01 -> gpu0 ...
+    units = [cbs[n].segments[0].accelerator for n in ("a1", "a2", "b1", "b2", "c1", "c2")]
+    assert units == ["gpu0", "gpu1", "gpu0", "gpu1", "gpu0", "gpu1"]
+    # Only the requested CPUs; on each CPU the executor of the more critical chain ranks higher.
+    assert {e.cpu for e in planned.executors.values()} <= {0, 1}
+    top = {}
+    for chain in planned.chains:
+        for cb in chain.callbacks:
+            top[cb.executor] = max(top.get(cb.executor, -1), chain.priority)
+    for a in planned.executors.values():
+        for b in planned.executors.values():
+            if a.cpu == b.cpu and top[a.name] > top[b.name]:
+                assert a.priority > b.priority
+    assert max(e.priority for e in planned.executors.values()) == 80
+    # A chain whose callbacks fit stays on one executor.
+    assert len({cb.executor for cb in next(c for c in planned.chains if c.name == "A").callbacks}) == 1
+    assert analyze(planned).schedulable
+
+
+def test_plan_cli_reports_before_and_after_and_writes_a_file_analyze_accepts(tmp_path, capsys):
+    src = plan_input(tmp_path, units=True)
+    assert run_cli("analyze", str(src)) == 1  # all on one executor: C misses
+    capsys.readouterr()
+    out = tmp_path / "planned.yaml"
+    assert run_cli("plan", str(src), "-o", str(out)) == 0
+    report = capsys.readouterr().out
+    row_c = next(line for line in report.splitlines() if line.startswith("C "))
+    assert "MISS" in row_c and row_c.rstrip().endswith("ok")  # before: MISS, after: ok
+    assert run_cli("analyze", str(out)) == 0
+    # Segments naming a type: no bounds before (no units yet), the plan picks them.
+    assert run_cli("plan", str(plan_input(tmp_path)), "-o", str(tmp_path / "t.yaml")) == 0
+    assert "not analysable" in capsys.readouterr().out
+    # Without executors at all, planning still works.
+    data = yaml.safe_load(plan_input(tmp_path).read_text())
+    for chain in data["chains"]:
+        for cb in chain["callbacks"]:
+            del cb["executor"]
+    data["executors"] = {}
+    bare = write(tmp_path, yaml.safe_dump(data), "bare.yaml")
+    assert run_cli("plan", str(bare), "-o", str(tmp_path / "bare.out.yaml")) == 0
+    assert run_cli("plan", str(bare), "--cpus", "x,y") == 2
+
+
+def test_plan_never_makes_the_case_study_worse_for_critical_chains(case_study):
+    spec = load_system(case_study)
+    before = analyze(spec, stop_at_deadline=False)
+    after = analyze(plan(spec, options_for(spec, [2, 3, 4, 5, 6, 7])), stop_at_deadline=False)
+    for b in before.chains:
+        if not b.best_effort:
+            assert after.chain(b.name).wcrt <= b.wcrt + 1e-9
+
+
+# --------------------------------------------------------------------------------------------
+# The schedulability study, scaled down
+
+def test_experiment_quick_writes_csv_and_png(tmp_path, capsys):
+    out = tmp_path / "sched"
+    assert run_cli("experiment", "schedulability", "--quick", "--sets", "5", "--no-progress",
+                   "--out", str(out)) == 0
+    rows = list(csv.DictReader((out / "fig14a_chains.csv").open()))
+    assert [r["x"] for r in rows] == ["2", "10", "18"]
+    assert all(int(r["sets"]) == 5 for r in rows)
+    for r in rows:
+        f = float(r["fraction"])
+        # The PAAM bound takes the minimum: never fewer schedulable sets than either lemma.
+        assert f >= float(r["fraction_lemma2_only"]) and f >= float(r["fraction_lemma3_only"])
+    ratios = list(csv.DictReader((out / "fig14b_ratio.csv").open()))
+    assert [r["x"] for r in ratios] == ["1:9", "5:5", "7:3"]
+    png = (out / "fig14_schedulability.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    params = json.loads((out / "params.json").read_text())
+    assert params["config"]["sets"] == 5
+
+
+def test_experiment_is_reproducible_and_fewer_chains_are_easier():
+    from paam.analysis import study
+    config = study.StudyConfig(sets=40, chains=[2, 20], ratios=[(1, 9)], jobs=2)
+    first = study.run(config)
+    second = study.run(study.StudyConfig(sets=40, chains=[2, 20], ratios=[(1, 9)], jobs=1,
+                                         batch=7))
+    assert [p.schedulable for p in first] == [p.schedulable for p in second]
+    two, twenty = first[0], first[1]
+    assert two.fraction() > twenty.fraction()
+    assert not math.isnan(two.fraction())
