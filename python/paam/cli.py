@@ -17,6 +17,7 @@ _COMMAND_MODULES = [
     "paam.commands.kernels",
     "paam.bench.cli",
     "paam.analysis.cli",
+    "paam.ros.cli",
 ]
 
 

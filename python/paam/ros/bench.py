@@ -1,0 +1,334 @@
+"""``paam ros-bench``: what the ROS 2 paths cost, measured side by side in one run.
+
+Round trips, for each payload size, interleaved request by request so that all paths see the
+same machine state:
+
+* ``rclpy service`` — a bare rclpy service (``paam_msgs/Echo``) in another process that sends
+  back the bytes an accelerator request would return; the caller spins its own executor. This is
+  what ROS 2 itself costs for the payload.
+* ``bridge`` — :class:`paam.ros.RemoteClient` → ``paam bridge`` (another process) → paamd → back.
+* ``local shm`` — ``paam.Client`` on the same paamd: the shared-memory data plane.
+
+The request is ``vector_add`` of two float32 vectors of SIZE bytes each (SIZE back), or, for
+size 0, ``spin`` with a zero duration (parameters only, no payload).
+
+Then the executor: K ready callbacks with trivial bodies, run by rclpy's SingleThreadedExecutor
+and by PicasExecutor; per callback, the time of each, and the PicasExecutor's own refresh (re-poll
+readiness) and choice (pick the highest priority) costs.
+
+Writes ros-bench.json and ros-bench.md into ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ros-bench", help="ROS 2 round trips: bridge vs bare rclpy service vs "
+                       "local shared memory; executor overhead")
+    p.add_argument("--requests", type=int, default=500, help="round trips per path and size")
+    p.add_argument("--sizes", default="0,4096,262144,1048576",
+                   help="bytes of each input vector (0: spin kernel, no payload)")
+    p.add_argument("--wait", default="suspend", choices=["spin", "suspend", "hybrid"])
+    p.add_argument("--callbacks", type=int, default=16, help="ready callbacks per executor round")
+    p.add_argument("--rounds", type=int, default=300, help="executor rounds")
+    p.add_argument("--out", default="results/ros-bench")
+    p.set_defaults(func=run)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _summary(us: list[float]) -> dict[str, float]:
+    return {"p50": _pct(us, 0.5), "p90": _pct(us, 0.9), "p99": _pct(us, 0.99),
+            "mean": statistics.fmean(us), "n": len(us)}
+
+
+# -- the echo server (a separate process) ------------------------------------------------------
+
+def echo_server_main(service: str) -> int:
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    from paam_msgs.srv import Echo
+
+    rclpy.init()
+    node = rclpy.create_node("paam_bench_echo")
+
+    def echo(req, resp):
+        resp.payload = list(req.payload[:req.reply])
+        return resp
+    node.create_service(Echo, service, echo)
+    print("echo ready", flush=True)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    return 0
+
+
+def _wait_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        if sel.select(max(0.0, deadline - time.monotonic())):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line.rstrip())
+            if text in line:
+                sel.close()
+                return
+    sel.close()
+    raise SystemExit(f"helper process did not print {text!r}: {seen}")
+
+
+# -- round trips -------------------------------------------------------------------------------
+
+class _EchoCaller:
+    """A bare rclpy service client, spinning its own executor in the calling thread."""
+
+    def __init__(self, service: str) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+
+        from paam_msgs.srv import Echo
+        self.Echo = Echo
+        self.ctx = Context()
+        rclpy.init(context=self.ctx)
+        self.node = rclpy.create_node("paam_bench_caller", context=self.ctx)
+        self.cli = self.node.create_client(Echo, service)
+        if not self.cli.wait_for_service(timeout_sec=20):
+            raise SystemExit("echo service did not appear")
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+
+    def call(self, payload, reply: int) -> None:
+        req = self.Echo.Request(payload=payload, reply=reply)
+        fut = self.cli.call_async(req)
+        # spin_once until done: rclpy's spin_until_future_complete adds milliseconds here.
+        while not fut.done():
+            self.ex.spin_once(timeout_sec=1.0)
+        fut.result()
+
+    def close(self) -> None:
+        import rclpy
+        self.ex.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def _round_trips(args, bridge_name: str, socket: str, echo_service: str) -> list[dict]:
+    import paam
+    from paam.ros import RemoteClient
+    from paam.ros import wire
+    from paam_msgs.msg import Tensor
+
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    big = max(sizes + [8])
+    kernels = {"spin": None, "vector_add": (2 * big + 64, big + 64)}
+    echo = _EchoCaller(echo_service)
+    remote = RemoteClient(priority=10, kernels=kernels, wait=args.wait, bridge=bridge_name,
+                          connect_timeout_sec=20)
+    local = paam.Client(priority=9, kernels=kernels, wait=args.wait, socket=socket)
+    rows = []
+    try:
+        for size in sizes:
+            n = size // 4
+            a = np.random.default_rng(1).random(n, dtype=np.float32)
+            b = np.random.default_rng(2).random(n, dtype=np.float32)
+            if size == 0:
+                payload, reply = [], 0
+                calls = {
+                    "rclpy service": lambda: echo.call(payload, reply),
+                    "bridge": lambda: remote.request("spin", duration_ms=0.0),
+                    "local shm": lambda: local.request("spin", duration_ms=0.0),
+                }
+            else:
+                payload, reply = [wire.to_tensor(a, Tensor), wire.to_tensor(b, Tensor)], 1
+                expect = a + b
+                out = remote.request("vector_add", a, b)
+                if not np.allclose(out, expect):
+                    raise SystemExit("bridge returned a wrong vector_add result")
+                calls = {
+                    "rclpy service": lambda: echo.call(payload, reply),
+                    "bridge": lambda: remote.request("vector_add", a, b),
+                    "local shm": lambda: local.request("vector_add", a, b),
+                }
+            times: dict[str, list[float]] = {k: [] for k in calls}
+            order = list(calls)
+            for i in range(args.requests + 30):
+                random.shuffle(order)
+                for k in order:
+                    t0 = time.perf_counter_ns()
+                    calls[k]()
+                    dt_us = (time.perf_counter_ns() - t0) / 1e3
+                    if i >= 30:  # warm-up
+                        times[k].append(dt_us)
+            row = {"size": size, **{k: _summary(v) for k, v in times.items()}}
+            row["ratio_p50"] = row["bridge"]["p50"] / row["rclpy service"]["p50"]
+            row["ratio_mean"] = row["bridge"]["mean"] / row["rclpy service"]["mean"]
+            rows.append(row)
+            print(f"  size {size:>8} B: rclpy service p50 {row['rclpy service']['p50']:8.1f} us"
+                  f" | bridge p50 {row['bridge']['p50']:8.1f} us (x{row['ratio_p50']:.2f})"
+                  f" | local shm p50 {row['local shm']['p50']:8.1f} us", flush=True)
+    finally:
+        remote.close()
+        local.close()
+        echo.close()
+    return rows
+
+
+# -- executor overhead -------------------------------------------------------------------------
+
+def _executor_overhead(args) -> dict:
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from paam.ros import PicasExecutor
+
+    out = {}
+    for kind in ("SingleThreadedExecutor", "PicasExecutor"):
+        ctx = Context()
+        rclpy.init(context=ctx)
+        node = rclpy.create_node("paam_bench_exec", context=ctx)
+        ran = [0]
+
+        def cb():
+            ran[0] += 1
+        guards = [node.create_guard_condition(cb) for _ in range(args.callbacks)]
+        ex = (SingleThreadedExecutor(context=ctx) if kind == "SingleThreadedExecutor"
+              else PicasExecutor(context=ctx))
+        ex.add_node(node)
+        if isinstance(ex, PicasExecutor):
+            for i, g in enumerate(guards):
+                ex.set_callback_priority(g, i % 4)
+        per_cb = []
+        for r in range(args.rounds + 20):
+            ran[0] = 0
+            for g in guards:
+                g.trigger()
+            t0 = time.perf_counter_ns()
+            while ran[0] < len(guards):
+                ex.spin_once(timeout_sec=1.0)
+            if r >= 20:
+                per_cb.append((time.perf_counter_ns() - t0) / 1e3 / len(guards))
+        entry = {"per_callback_us": _summary(per_cb)}
+        if isinstance(ex, PicasExecutor):
+            st = ex.stats
+            entry["refresh_us_per_pick"] = st.refresh_ns / max(1, st.picks) / 1e3
+            entry["choose_us_per_pick"] = st.choose_ns / max(1, st.picks) / 1e3
+            entry["max_candidates"] = st.max_candidates
+        out[kind] = entry
+        ex.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return out
+
+
+# -- driver ------------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> int:
+    from paam.ros import ROS_MISSING_HINT, ros_available
+    if not ros_available():
+        print(f"paam ros-bench: {ROS_MISSING_HINT}", file=sys.stderr)
+        return 2
+    import paam
+    from paam.bench.overhead import machine_description
+
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 200)))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    tag = f"{os.getpid()}"
+    bridge_name = f"paam_bench_bridge_{tag}"
+    echo_service = f"/paam_bench_echo_{tag}"
+    machine = machine_description()
+    print(f"paam ros-bench on {machine}; ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, "
+          f"{args.requests} round trips per path and size, wait={args.wait}", flush=True)
+    helpers: list[subprocess.Popen] = []
+    with paam.testing.start_server(buckets=1) as srv:
+        try:
+            bridge = subprocess.Popen(
+                [sys.executable, "-m", "paam.cli", "bridge", "--name", bridge_name,
+                 "--socket", srv.socket_path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True)
+            helpers.append(bridge)
+            echo = subprocess.Popen([sys.executable, "-m", "paam.ros.bench", "--echo-server",
+                                     echo_service], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+            helpers.append(echo)
+            _wait_line(bridge, "ready", 30)
+            _wait_line(echo, "echo ready", 30)
+            print("round trips (p50):", flush=True)
+            rows = _round_trips(args, bridge_name, srv.socket_path, echo_service)
+        finally:
+            for p in helpers:
+                p.terminate()
+            for p in helpers:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    print("executor, per callback:", flush=True)
+    ex = _executor_overhead(args)
+    for kind, e in ex.items():
+        extra = ""
+        if "choose_us_per_pick" in e:
+            extra = (f"; of which re-poll {e['refresh_us_per_pick']:.1f} us, "
+                     f"priority choice {e['choose_us_per_pick']:.2f} us "
+                     f"(up to {e['max_candidates']} candidates)")
+        print(f"  {kind:24s} p50 {e['per_callback_us']['p50']:7.1f} us{extra}", flush=True)
+
+    result = {"machine": machine, "date": dt.date.today().isoformat(),
+              "command": "paam ros-bench " + " ".join(sys.argv[2:]), "wait": args.wait,
+              "requests": args.requests, "round_trips": rows, "executor": ex}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ros-bench.json").write_text(json.dumps(result, indent=2))
+    (out / "ros-bench.md").write_text(_markdown(result))
+    print(f"wrote {out / 'ros-bench.json'} and {out / 'ros-bench.md'}")
+    return 0
+
+
+def _markdown(r: dict) -> str:
+    lines = [f"Machine: {r['machine']}; date {r['date']}; `{r['command']}`; wait={r['wait']}, "
+             f"{r['requests']} round trips per path and size.", "",
+             "| payload (B each way) | rclpy service p50 / p99 (µs) | bridge p50 / p99 (µs) | "
+             "bridge / service (p50) | local shm p50 / p99 (µs) |",
+             "|---:|---:|---:|---:|---:|"]
+    for row in r["round_trips"]:
+        s, b, l = row["rclpy service"], row["bridge"], row["local shm"]
+        lines.append(f"| {row['size']} | {s['p50']:.0f} / {s['p99']:.0f} | "
+                     f"{b['p50']:.0f} / {b['p99']:.0f} | {row['ratio_p50']:.2f} | "
+                     f"{l['p50']:.0f} / {l['p99']:.0f} |")
+    lines += ["", "| executor | per callback p50 (µs) | re-poll per pick (µs) | "
+              "priority choice per pick (µs) |", "|---|---:|---:|---:|"]
+    for kind, e in r["executor"].items():
+        lines.append(f"| {kind} | {e['per_callback_us']['p50']:.1f} | "
+                     f"{e.get('refresh_us_per_pick', float('nan')):.1f} | "
+                     f"{e.get('choose_us_per_pick', float('nan')):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--echo-server":
+        sys.exit(echo_server_main(sys.argv[2]))
+    raise SystemExit("usage: python -m paam.ros.bench --echo-server SERVICE")

@@ -1,0 +1,458 @@
+"""``paam bridge``: processes on other machines reach this machine's paamd over ROS 2.
+
+The bridge is a ROS 2 node beside ``paamd``. A remote callback registers through the
+``Register`` service; the bridge registers it with the local server as a ``paam.Client`` with
+the remote chain's priority, kernels and timing model (so the server's admission control and
+bucket mapping treat it like a local client), and answers with the registration's pair of topics.
+Requests arriving on that registration's request topic are submitted through its local client —
+with the priority fixed at registration; a request cannot change it — and results are published
+on its response topic. See :mod:`paam.ros.wire` for names and messages.
+
+Scheduling inside the bridge: it spins a :class:`PicasExecutor` whose request subscriptions carry
+their chain's priority, so when requests of several chains are waiting the most critical is
+submitted first. The bridge never waits for the accelerator in its executor thread: each
+submitted request is collected by a waiter thread (a pool), which publishes the response and
+submits that registration's next queued request for the same kernel (paam allows one outstanding
+request per kernel and client).
+
+Remote clients that vanish: each must send a Heartbeat at least every ``lease_sec / 3``; one
+silent for longer than ``lease_sec`` is reaped — its local client is closed (after its in-flight
+requests end), and its topics are destroyed — as paamd reaps a dead local process.
+
+Thread safety: construct, spin and close from one thread; the waiter threads only touch a
+registration under its lock.
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import secrets
+import socket as socketlib
+import sys
+import threading
+import time
+import uuid as uuidlib
+from typing import Any, Callable, Optional
+
+from paam.ros import wire
+
+__all__ = ["Bridge", "main"]
+
+
+class _Registration:
+    """One remote callback: its local paam client and its topics."""
+
+    def __init__(self, client_id: int, client: Any, priority: int, describe: str) -> None:
+        self.client_id = client_id
+        self.client = client
+        self.priority = priority
+        self.describe = describe
+        self.lock = threading.Lock()
+        self.queues: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+        self.inflight = 0
+        self.closing = False
+        self.closed = False
+        self.last_seen = time.monotonic()
+        self.sub = None
+        self.pub = None
+        self.matched = False  # the response publisher has seen the remote subscription
+
+
+class Bridge:
+    """The bridge node. :meth:`spin` (or :meth:`start` for a background thread), then :meth:`close`.
+
+    :param name: the bridge's node name and the prefix of its services and topics.
+    :param socket: paamd's socket (default: ``$PAAM_SOCKET`` or ``paam.default_socket_path()``).
+    :param lease_sec: a remote client silent for this long is reaped.
+    :param context: rclpy context (``None``: the default; rclpy must be initialised).
+    :param client_factory: makes the local client; default ``paam.Client`` (tests may pass
+        another callable with the same keyword arguments).
+    :param waiters: waiter threads, i.e. requests that can be in flight at once across all
+        registrations; more queue in the pool.
+    :param log: where the bridge's log lines go (default: stderr).
+    """
+
+    def __init__(self, *, name: str = wire.DEFAULT_BRIDGE, socket: Optional[str] = None,
+                 lease_sec: float = wire.DEFAULT_LEASE_SEC, context=None,
+                 client_factory: Optional[Callable[..., Any]] = None, waiters: int = 64,
+                 log: Optional[Callable[[str], None]] = None) -> None:
+        from rclpy.node import Node
+
+        from paam.ros.executor import PicasExecutor
+        from paam_msgs.msg import Heartbeat, ServerStatus
+        from paam_msgs.srv import Register, Unregister
+
+        if lease_sec <= 0:
+            raise ValueError("lease_sec must be positive")
+        self.name = name.strip("/")
+        self.lease_sec = float(lease_sec)
+        self.socket_path = socket or _default_socket()
+        self._client_factory = client_factory
+        self._log = log or (lambda line: print(f"[{self.name}] {line}", file=sys.stderr,
+                                               flush=True))
+        self._regs: dict[int, _Registration] = {}
+        self._regs_lock = threading.Lock()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=waiters, thread_name_prefix="paam-bridge-wait")
+        self.requests_served = 0
+        self.requests_failed = 0
+        self.clients_reaped = 0
+        self._counter_lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+
+        self.node = Node(self.name, context=context)
+        self.executor = PicasExecutor(context=self.node.context)
+        self.executor.add_node(self.node)
+        n = self.node
+        # Control plane at the top priority: registration and heartbeats are cheap and must not
+        # wait behind a burst of requests.
+        top = 1 << 30
+        srv = n.create_service(Register, wire.topic(self.name, "register"), self._on_register)
+        self.executor.set_callback_priority(srv, top)
+        srv = n.create_service(Unregister, wire.topic(self.name, "unregister"),
+                               self._on_unregister)
+        self.executor.set_callback_priority(srv, top)
+        sub = n.create_subscription(Heartbeat, wire.topic(self.name, "heartbeat"),
+                                    self._on_heartbeat, wire.data_qos())
+        self.executor.set_callback_priority(sub, top)
+        self._status_pub = n.create_publisher(ServerStatus, wire.topic(self.name, "status"),
+                                              wire.status_qos())
+        self._ServerStatus = ServerStatus
+        self._status_timer = n.create_timer(wire.STATUS_PERIOD_SEC, self._publish_status)
+        self._reap_timer = n.create_timer(self.lease_sec / 4, self._reap)
+        self._log(f"bridging ROS 2 domain {n.context.get_domain_id()} to paamd at "
+                  f"{self.socket_path} (lease {self.lease_sec:g} s)")
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def spin(self) -> None:
+        """Serve until the context shuts down or :meth:`close` is called."""
+        from rclpy.executors import ExternalShutdownException
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
+
+    def start(self) -> "Bridge":
+        """Serve from a background thread."""
+        self._thread = threading.Thread(target=self.spin, name=f"{self.name}-spin", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving, close every local client and destroy the node. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.executor.shutdown(timeout_sec=2.0)
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        with self._regs_lock:
+            regs = list(self._regs.values())
+            self._regs.clear()
+        for reg in regs:
+            self._retire(reg, "bridge closing")
+        self._pool.shutdown(wait=True, cancel_futures=False)
+        for reg in regs:
+            self._close_client(reg)
+        self.node.destroy_node()
+
+    def __enter__(self) -> "Bridge":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def registrations(self) -> int:
+        with self._regs_lock:
+            return len(self._regs)
+
+    # -- control plane -------------------------------------------------------------------------
+
+    def _make_client(self, req) -> Any:
+        kernels: dict[str, Any] = {}
+        for k in req.kernels:
+            max_in, max_out = int(k.max_in_bytes), int(k.max_out_bytes)
+            if not max_in and not max_out:
+                kernels[k.name] = None            # the kernel's default capacities
+            elif not max_out:
+                kernels[k.name] = max_in          # paam.Client picks the output capacity
+            else:
+                if not max_in:
+                    from paam.kernels import spec_for
+                    max_in = spec_for(k.name).max_input
+                kernels[k.name] = (max_in, max_out)
+        kw: dict[str, Any] = {"priority": int(req.chain_priority), "kernels": kernels,
+                              "wait": req.wait or "suspend", "socket": self.socket_path,
+                              "name": f"ros:{req.node_name or '?'}@{req.hostname or '?'}:{req.pid}"}
+        if req.has_timing:
+            import paam
+            t = req.timing
+            kw["timing"] = paam.TimingModel(
+                chain=t.chain, callback_index=int(t.callback_index),
+                chain_length=int(t.chain_length), period_ms=float(t.period_ms),
+                deadline_ms=float(t.deadline_ms), cpu_wcet_ms=float(t.cpu_wcet_ms),
+                segments_ms=[float(s) for s in t.segments_ms], executor=t.executor,
+                executor_cpu=int(t.executor_cpu), executor_priority=int(t.executor_priority),
+                executor_wait=t.executor_wait)
+        factory = self._client_factory
+        if factory is None:
+            import paam
+            factory = paam.Client
+        return factory(**kw)
+
+    def _on_register(self, req, resp):
+        from paam_msgs.msg import RemoteRequest, RemoteResponse
+
+        who = (f"{req.node_name or '?'} pid {req.pid} on {req.hostname or '?'} "
+               f"(callback {uuidlib.UUID(bytes=bytes(req.callback_uuid))})")
+        resp.lease_sec = self.lease_sec
+        if req.wait and req.wait not in ("spin", "suspend", "hybrid"):
+            resp.admitted, resp.error_kind = False, "PaamError"
+            resp.message = f"wait must be spin, suspend or hybrid, not {req.wait!r}"
+            return resp
+        try:
+            client = self._make_client(req)
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the remote client
+            resp.admitted = False
+            resp.error_kind = wire.error_kind(exc)
+            resp.message = wire.error_message(exc)
+            self._log(f"registration of {who} at priority {req.chain_priority} refused: "
+                      f"{resp.error_kind}: {exc}")
+            return resp
+        client_id = secrets.randbits(63)
+        reg = _Registration(client_id, client, int(req.chain_priority), who)
+        reg.pub = self.node.create_publisher(
+            RemoteResponse, wire.response_topic(self.name, client_id), wire.data_qos())
+        reg.sub = self.node.create_subscription(
+            RemoteRequest, wire.request_topic(self.name, client_id),
+            lambda msg, reg=reg: self._on_request(reg, msg), wire.data_qos())
+        self.executor.set_callback_priority(reg.sub, reg.priority)
+        with self._regs_lock:
+            self._regs[client_id] = reg
+        resp.admitted = True
+        resp.client_id = client_id
+        resp.bucket = int(getattr(client, "bucket", -1) or 0)
+        resp.message = str(getattr(client, "admission_note", "") or "")
+        resp.request_topic = wire.request_topic(self.name, client_id)
+        resp.response_topic = wire.response_topic(self.name, client_id)
+        self._log(f"registered {who}: client {client_id}, priority {reg.priority}, "
+                  f"bucket {resp.bucket}")
+        return resp
+
+    def _on_unregister(self, req, resp):
+        with self._regs_lock:
+            reg = self._regs.pop(int(req.client_id), None)
+        if reg is None:
+            resp.ok, resp.message = False, f"no registration {req.client_id}"
+            return resp
+        self._retire(reg, "unregistered")
+        resp.ok, resp.message = True, "unregistered"
+        return resp
+
+    def _on_heartbeat(self, msg) -> None:
+        with self._regs_lock:
+            reg = self._regs.get(int(msg.client_id))
+        if reg is not None:
+            reg.last_seen = time.monotonic()
+
+    def _reap(self) -> None:
+        now = time.monotonic()
+        with self._regs_lock:
+            dead = [r for r in self._regs.values() if now - r.last_seen > self.lease_sec]
+            for r in dead:
+                del self._regs[r.client_id]
+        for r in dead:
+            with self._counter_lock:
+                self.clients_reaped += 1
+            self._retire(r, f"silent for {now - r.last_seen:.1f} s (lease {self.lease_sec:g} s)")
+
+    def _retire(self, reg: _Registration, why: str) -> None:
+        """Stop taking requests for ``reg``; close its client once nothing is in flight."""
+        with reg.lock:
+            reg.closing = True
+            for q in reg.queues.values():
+                q.clear()
+            idle = reg.inflight == 0
+        for ent in (reg.sub, reg.pub):
+            if ent is not None:
+                try:
+                    (self.node.destroy_subscription if ent is reg.sub
+                     else self.node.destroy_publisher)(ent)
+                except Exception:  # noqa: BLE001 - node may be going away
+                    pass
+        self._log(f"client {reg.client_id} ({reg.describe}) retired: {why}")
+        if idle:
+            self._close_client(reg)
+
+    def _close_client(self, reg: _Registration) -> None:
+        with reg.lock:
+            if reg.closed:
+                return
+            reg.closed = True
+        try:
+            reg.client.close()
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"closing client {reg.client_id}: {exc}")
+
+    def _publish_status(self) -> None:
+        msg = self._ServerStatus()
+        msg.bridge_name = self.name
+        msg.socket_path = self.socket_path
+        msg.server_reachable, msg.message = _probe(self.socket_path)
+        msg.remote_clients = self.registrations
+        with self._counter_lock:
+            msg.requests_served = self.requests_served
+            msg.requests_failed = self.requests_failed
+            msg.clients_reaped = self.clients_reaped
+        msg.stamp_ns = time.monotonic_ns()
+        self._status_pub.publish(msg)
+
+    # -- data plane ----------------------------------------------------------------------------
+
+    def _on_request(self, reg: _Registration, msg) -> None:
+        received = time.monotonic_ns()
+        with reg.lock:
+            if reg.closing:
+                return
+            reg.last_seen = time.monotonic()
+            q = reg.queues[msg.kernel]
+            q.append((msg, received))
+            if len(q) > 1:
+                return  # the request in flight for this kernel submits this one when done
+            reg.inflight += 1
+        self._submit(reg, msg, received)
+
+    def _submit(self, reg: _Registration, msg, received: int) -> None:
+        """Submit ``msg`` to paamd; REQUIRES: it is at the head of its kernel's queue and
+        counted in ``reg.inflight``."""
+        try:
+            inputs = [wire.from_tensor(t) for t in msg.inputs]
+            params = wire.unflatten_params(msg.param_names, msg.param_values)
+            fut = reg.client.submit(msg.kernel, *inputs, **params)
+        except Exception as exc:  # noqa: BLE001 - goes back to the remote client
+            self._complete(reg, msg, received, None, exc)
+            return
+        self._pool.submit(self._collect, reg, msg, received, fut)
+
+    def _collect(self, reg: _Registration, msg, received: int, fut) -> None:
+        try:
+            out = fut.result()
+        except Exception as exc:  # noqa: BLE001
+            self._complete(reg, msg, received, None, exc, fut)
+        else:
+            self._complete(reg, msg, received, out, None, fut)
+
+    def _complete(self, reg: _Registration, msg, received: int, out, exc, fut=None) -> None:
+        from paam_msgs.msg import RemoteResponse, Tensor
+
+        resp = RemoteResponse()
+        resp.sequence = msg.sequence
+        resp.bridge_received_ns = received
+        if exc is None:
+            resp.ok = True
+            outs = out if isinstance(out, (tuple, list)) else ([] if out is None else [out])
+            resp.outputs = [wire.to_tensor(o, Tensor) for o in outs]
+            stamps = getattr(fut, "timestamps", None) or getattr(reg.client, "last_timestamps",
+                                                                  None) or {}
+            names = [k for k, v in stamps.items() if isinstance(v, int)]
+            resp.timestamp_names = names
+            resp.timestamp_ns = [int(stamps[k]) for k in names]
+        else:
+            resp.ok = False
+            resp.error_kind = wire.error_kind(exc)
+            resp.message = wire.error_message(exc)
+        with self._counter_lock:
+            if exc is None:
+                self.requests_served += 1
+            else:
+                self.requests_failed += 1
+        resp.bridge_replied_ns = time.monotonic_ns()
+        with reg.lock:
+            pub = None if reg.closing else reg.pub
+        if pub is not None:
+            try:
+                if not reg.matched:
+                    # A volatile reliable writer drops what it publishes before it has matched
+                    # the reader; the remote client subscribed before sending, so this is short.
+                    deadline = time.monotonic() + 5.0
+                    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+                        time.sleep(0.001)
+                    reg.matched = True
+                pub.publish(resp)
+            except Exception:  # noqa: BLE001 - publisher destroyed by a concurrent reap
+                pass
+        # Next request for this kernel, or close a retired registration once idle.
+        nxt = None
+        with reg.lock:
+            q = reg.queues.get(msg.kernel)
+            if q:
+                q.popleft()
+                if q and not reg.closing:
+                    nxt = q[0]
+            if nxt is None:
+                reg.inflight -= 1
+            close_now = reg.closing and reg.inflight == 0
+        if nxt is not None:
+            self._submit(reg, *nxt)
+        elif close_now:
+            self._close_client(reg)
+
+
+def _default_socket() -> str:
+    env = os.environ.get("PAAM_SOCKET")
+    if env:
+        return env
+    try:
+        import paam
+        return paam.default_socket_path()
+    except (ImportError, AttributeError):
+        run = os.environ.get("XDG_RUNTIME_DIR")
+        if run:
+            return os.path.join(run, "paam", "paamd.sock")
+        return f"/tmp/paam-{os.getuid()}/paamd.sock"
+
+
+def _probe(path: str) -> tuple[bool, str]:
+    """Whether something accepts connections on paamd's socket (connect only, nothing sent)."""
+    s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_SEQPACKET)
+    s.settimeout(0.2)
+    try:
+        s.connect(path)
+        return True, "paamd reachable"
+    except OSError as exc:
+        return False, f"paamd not reachable at {path}: {exc.strerror or exc}"
+    finally:
+        s.close()
+
+
+def main(argv: Optional[list[str]] = None, *, name: str = wire.DEFAULT_BRIDGE,
+         socket: Optional[str] = None, lease_sec: float = wire.DEFAULT_LEASE_SEC,
+         rt_priority: Optional[int] = None, cpu: Optional[int] = None) -> int:
+    """Run a bridge until SIGINT/SIGTERM (what ``paam bridge`` calls)."""
+    import rclpy
+
+    rclpy.init(args=argv)
+    bridge = None
+    try:
+        bridge = Bridge(name=name, socket=socket, lease_sec=lease_sec)
+        reachable, why = _probe(bridge.socket_path)
+        if not reachable:
+            bridge._log(f"warning: {why}; registrations fail until paamd runs")
+        if rt_priority is not None or cpu is not None:
+            bridge.executor.set_executor_priority_cpu(rt_priority, cpu)
+            bridge.executor.apply_rt()
+            bridge._log(f"real-time settings: {bridge.executor.rt_report}")
+        print(f"paam bridge '{bridge.name}' ready", flush=True)
+        bridge.spin()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if bridge is not None:
+            bridge.close()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
