@@ -375,3 +375,20 @@ def test_experiment_is_reproducible_and_fewer_chains_are_easier():
     two, twenty = first[0], first[1]
     assert two.fraction() > twenty.fraction()
     assert not math.isnan(two.fraction())
+
+
+def test_plan_of_an_infeasible_chain_tries_a_split_and_still_writes_a_valid_file(tmp_path):
+    # S needs 120 ms of CPU every 100 ms: no placement, whole or split, can make it.
+    src = write(tmp_path, """\
+        executors: {e: {cpu: 0, priority: 10}}
+        chains:
+          - name: S
+            priority: 1
+            period: 100
+            callbacks: [{name: s1, executor: e, wcet: 60}, {name: s2, executor: e, wcet: 60}]
+        """)
+    out = tmp_path / "s.yaml"
+    assert run_cli("plan", str(src), "--cpus", "0,1", "-o", str(out)) == 1
+    assert run_cli("analyze", str(out)) == 1
+    spec = load_system(out)
+    assert all(cb.executor in spec.executors for cb in spec.chains[0].callbacks)

@@ -125,10 +125,14 @@ class _Planner:
         misses = sum(not c.schedulable for c in critical)
         return _Score(misses, tuple(c.wcrt / c.deadline for c in critical), new)
 
-    def _candidates(self, extra: dict[str, Executor], load: float):
-        """(executor, is_new) for every existing executor with room and a new one per CPU."""
+    def _candidates(self, extra: dict[str, Executor], load: float,
+                    pending: dict[str, float] | None = None):
+        """(executor, is_new) for every existing executor with room and a new one per CPU.
+        ``pending``: load already put on executors by the placement being built."""
+        pending = pending or {}
         for ex in list(self.executors.values()) + list(extra.values()):
-            if self.load.get(ex.name, 0.0) + load <= 1.0 + 1e-12:
+            used = self.load.get(ex.name, 0.0) + pending.get(ex.name, 0.0)
+            if used + load <= 1.0 + 1e-12:
                 yield ex, False
         for cpu in self.options.cpus:
             yield self._new_executor_after(cpu, extra), True
@@ -162,10 +166,12 @@ class _Planner:
     def _place_split(self, chain: Chain):
         done: list[Callback] = []
         created: dict[str, Executor] = {}
+        pending: dict[str, float] = {}
         score = None
         for cb in chain.callbacks:
             best = None
-            for ex, is_new in self._candidates(created, _chain_load(chain, [cb])):
+            load = _chain_load(chain, [cb])
+            for ex, is_new in self._candidates(created, load, pending):
                 partial = replace(chain, callbacks=done + [replace(cb, executor=ex.name)])
                 executors = {**self.executors, **created, ex.name: ex}
                 s = self._score(self.placed + [partial], executors, len(created) + int(is_new))
@@ -173,6 +179,7 @@ class _Planner:
                     best = (s, ex, is_new)
             score, ex, is_new = best
             done.append(replace(cb, executor=ex.name))
+            pending[ex.name] = pending.get(ex.name, 0.0) + load
             if is_new:
                 created[ex.name] = ex
         return score, replace(chain, callbacks=done), created
