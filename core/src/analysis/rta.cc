@@ -1,6 +1,8 @@
 // analysis/rta.cc — the PAAM response-time analysis (see rta.h and ../shared/ANALYSIS.md).
 #include "analysis/rta.h"
 
+#include "common/bucket_map.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -373,13 +375,11 @@ std::vector<std::vector<int>> AssignBuckets(const System& system) {
         for (const Segment& s : cb.segments) uses = uses || s.accelerator == static_cast<int>(a);
       if (uses) users.push_back(c);
     }
-    std::sort(users.begin(), users.end(), [&](int x, int y) {
-      return system.chains[x].priority > system.chains[y].priority;
-    });
-    const int64_t n = std::max(1, system.accelerators[a].buckets);
-    const int64_t big_n = static_cast<int64_t>(users.size());
-    for (int64_t rank = 0; rank < big_n; ++rank)
-      buckets[a][users[rank]] = static_cast<int>(rank * n / big_n);  // floor(rank*n/N)
+    std::vector<int64_t> priorities;
+    for (int c : users) priorities.push_back(system.chains[c].priority);
+    const std::vector<int64_t> distinct = DistinctDescending(priorities);
+    const int n = std::max(1, system.accelerators[a].buckets);
+    for (int c : users) buckets[a][c] = BucketOf(system.chains[c].priority, distinct, n);
   }
   return buckets;
 }

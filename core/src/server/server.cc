@@ -20,7 +20,7 @@
 #include "common/realtime.h"
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
-#include "server/bucket_map.h"
+#include "common/bucket_map.h"
 #include "server/bucket_queue.h"
 #include "shm/layout.h"
 #include "shm/mapping.h"

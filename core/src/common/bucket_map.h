@@ -1,4 +1,5 @@
-// server/bucket_map.h — down-sampling of chain priorities onto buckets (rule R2).
+// common/bucket_map.h — down-sampling of chain priorities onto buckets (rule R2). The one definition,
+// used by the server (runtime mapping) and the analysis (the mapping it assumes).
 //
 // Exactly as ANALYSIS.md defines it: sort the distinct chain priorities of the chains on one
 // accelerator from highest to lowest; with N of them and n buckets, the chain of 0-based rank
@@ -13,7 +14,8 @@ namespace paam {
 
 // `distinct_desc` must hold distinct priorities sorted from highest to lowest and contain
 // `priority`. Returns the bucket index in [0, buckets).
-inline int BucketOf(uint32_t priority, const std::vector<uint32_t>& distinct_desc, int buckets) {
+template <typename Priority>
+int BucketOf(Priority priority, const std::vector<Priority>& distinct_desc, int buckets) {
   if (buckets <= 1 || distinct_desc.empty()) return 0;
   auto it = std::find(distinct_desc.begin(), distinct_desc.end(), priority);
   const auto rank = static_cast<uint64_t>(it - distinct_desc.begin());
@@ -23,8 +25,9 @@ inline int BucketOf(uint32_t priority, const std::vector<uint32_t>& distinct_des
 }
 
 // Sorted-descending distinct copy of `priorities`.
-inline std::vector<uint32_t> DistinctDescending(std::vector<uint32_t> priorities) {
-  std::sort(priorities.begin(), priorities.end(), [](uint32_t a, uint32_t b) { return a > b; });
+template <typename Priority>
+std::vector<Priority> DistinctDescending(std::vector<Priority> priorities) {
+  std::sort(priorities.begin(), priorities.end(), [](Priority a, Priority b) { return a > b; });
   priorities.erase(std::unique(priorities.begin(), priorities.end()), priorities.end());
   return priorities;
 }
