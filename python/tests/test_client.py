@@ -83,3 +83,27 @@ def test_priority_and_bucket_come_from_registration(server2):
         assert (hi.bucket, lo.bucket) == (0, 1)
         assert hi.buckets == 2
         assert "admission control is off" in hi.admission_note
+
+
+def test_admission_control_refuses_the_registration_that_breaks_a_chain():
+    with paam.testing.start_server(admission="analysis", device_cpu=-2,
+                                   extra_args=["--overhead-ms", "0.05"]) as srv:
+        def timing(chain, prio_cpu, seg, executor):
+            return paam.TimingModel(chain=chain, period_ms=20.0, deadline_ms=20.0, cpu_wcet_ms=1.0,
+                                    segments_ms=[seg], executor=executor, executor_cpu=prio_cpu,
+                                    executor_priority=90 - prio_cpu)
+        with paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path,
+                         timing=timing("slow", 0, 12.0, "ex0")) as slow:
+            assert "admitted" in slow.admission_note
+            # A more critical chain fits itself (1 + 6 + 12 blocking = 19.05 ms <= 20) but its
+            # segments, twice per window with the carry-in, push 'slow' to 1 + 12 + 2*6 > 20 ms.
+            with pytest.raises(paam.NotAdmitted, match="slow") as err:
+                paam.Client(priority=5, kernels=["spin"], socket=srv.socket_path,
+                            timing=timing("fast", 1, 6.0, "ex1"))
+            assert "miss" in str(err.value)
+            # A light one fits, and a client without a timing model is best-effort.
+            with paam.Client(priority=5, kernels=["spin"], socket=srv.socket_path,
+                             timing=timing("light", 1, 1.0, "ex1")) as light:
+                assert light.request("spin", duration_ms=1) >= 1.0
+            with paam.Client(priority=0, kernels=["spin"], socket=srv.socket_path) as be:
+                assert "best-effort" in be.admission_note
