@@ -281,10 +281,14 @@ def _client(priority: int, kernels: Any, *, direct: bool, socket: str | None, wa
     return paam.Client(priority=priority, kernels=kernels, wait=wait, socket=socket)
 
 
-def _time_requests(c: Any, name: str, case: dict[str, Any], iters: int, warmup: int) -> dict[str, list[float]]:
+STAGES = ("submitted", "dequeued", "picked", "device_start", "device_end", "completed", "woken")
+
+
+def _time_requests(c: Any, name: str, case: dict[str, Any], iters: int, warmup: int) -> dict[str, Any]:
     data = case["data"].view(np.uint8).reshape(-1)
     c.input_buffer(name)[:data.size] = data
     rt, dev = [], []
+    stages: dict[str, list[float]] = {f"{a}->{b}": [] for a, b in zip(STAGES, STAGES[1:])}
     for i in range(warmup + iters):
         t0 = time.perf_counter_ns()
         c.request_raw(name, data.size, case["params"])
@@ -294,7 +298,10 @@ def _time_requests(c: Any, name: str, case: dict[str, Any], iters: int, warmup: 
             rt.append((t1 - t0) / 1e3)
             if ts.get("device_end") and ts.get("device_start"):
                 dev.append((ts["device_end"] - ts["device_start"]) / 1e3)
-    return {"round_trip_us": rt, "device_us": dev}
+            if all(ts.get(k) for k in STAGES):
+                for a, b in zip(STAGES, STAGES[1:]):
+                    stages[f"{a}->{b}"].append((ts[b] - ts[a]) / 1e3)
+    return {"round_trip_us": rt, "device_us": dev, "stages_us": stages}
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
@@ -303,7 +310,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     cases = _kernel_cases(args.scale)
     decl = {n: (max(256, c["data"].nbytes), max(256, c["out"])) for n, c in cases.items()}
     results: dict[str, dict[str, Any]] = {}
-    with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
+    with paam.testing.start_server(backend=args.backend, buckets=args.buckets,
+                                   extra_args=args.server_args.split()) as srv:
         for mode in ("server", "direct"):
             c = _client(100, decl, direct=mode == "direct", socket=srv.socket_path, wait=args.wait,
                         backend=args.backend)
@@ -311,17 +319,20 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                 for name, case in cases.items():
                     r = _time_requests(c, name, case, args.iters, args.warmup)
                     results.setdefault(name, {"shape": case["shape"]})[mode] = {
-                        "round_trip_us": _stats(r["round_trip_us"]), "device_us": _stats(r["device_us"])}
+                        "round_trip_us": _stats(r["round_trip_us"]), "device_us": _stats(r["device_us"]),
+                        "stages_us": {k: _stats(v) for k, v in r["stages_us"].items() if v}}
             finally:
                 c.close()
-    payload = _header(args, "gpu-kernels") | {"iters": args.iters, "wait": args.wait, "kernels": results}
+    payload = _header(args, "gpu-kernels") | {"iters": args.iters, "wait": args.wait,
+                                              "server_args": args.server_args, "kernels": results}
     rows = []
     for name, r in results.items():
         s, d = r["server"]["round_trip_us"], r["direct"]["round_trip_us"]
         rows.append([name, r["shape"], d["p50"], s["p50"], s["p50"] - d["p50"], d["mean"], s["mean"],
                      d["p99"], s["p99"], r["server"]["device_us"].get("p50", float("nan"))])
-    table = (f"Kernel round trip alone (µs), paamd ({args.backend} backend, {args.buckets} buckets) vs direct "
-             f"invocation, wait={args.wait}, {args.iters} requests each, {_gpu_name()}\n\n" +
+    table = (f"Kernel round trip alone (µs), paamd ({args.backend} backend, {args.buckets} buckets"
+             f"{', ' + args.server_args if args.server_args else ''}) vs direct invocation, wait={args.wait}, "
+             f"{args.iters} requests each, {_gpu_name()}\n\n" +
              _md_table(["kernel", "shape", "direct p50", "server p50", "Δ p50", "direct mean", "server mean",
                         "direct p99", "server p99", "device p50 (server)"], rows))
 
@@ -367,8 +378,9 @@ def _lp_worker(socket: str | None, direct: bool, priority: int, lp_ms: float, re
 
 
 def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str | None,
-                    case: dict[str, Any]) -> dict[str, Any]:
+                    case: dict[str, Any], server_log: Callable[[], str] | None = None) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
+    started = time.monotonic()
     direct = mode == "direct"
     hp = _client(1000, {args.hp_kernel: (max(256, case["data"].nbytes), max(256, case["out"]))}, direct=direct,
                  socket=socket, wait="spin", backend=args.backend)
@@ -377,22 +389,31 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
     for _ in range(args.warmup):
         hp.request_raw(args.hp_kernel, data.size, case["params"])
     ready, stop, counter = ctx.Semaphore(0), ctx.Event(), ctx.Value("d", 0.0)
-    procs = [ctx.Process(target=_lp_worker, args=(socket, direct, 10 + i, args.lp_ms, ready, stop, counter,
-                                                           args.backend),
-                         daemon=True) for i in range(n_lp)]
+    # All low-priority clients share one priority (one bucket, served in turn), so none of them
+    # starves another; the high-priority client registered first and holds the top bucket.
+    procs = [ctx.Process(target=_lp_worker, args=(socket, direct, args.lp_priority, args.lp_ms, ready, stop,
+                                                  counter, args.backend), daemon=True) for _ in range(n_lp)]
     for p in procs:
         p.start()
-    for _ in procs:
-        if not ready.acquire(timeout=120):
-            raise SystemExit("a low-priority client did not start")
-    time.sleep(0.05)
-    rng = random.Random(3)
+
+    def fail(what: str) -> SystemExit:
+        log = server_log() if server_log is not None else ""
+        return SystemExit(f"{mode} N={n_lp}: {what}" + (f"\npaamd log (tail):\n{log[-3000:]}" if log else ""))
+
     lat, dev = [], []
     try:
+        for _ in procs:
+            if not ready.acquire(timeout=60):
+                raise fail("a low-priority client did not start within 60 s")
+        time.sleep(0.05)
+        rng = random.Random(3)
         for _ in range(args.iters):
             time.sleep(rng.uniform(0, args.gap_ms) / 1e3)  # arrive at random phases
             t0 = time.perf_counter_ns()
-            hp.request_raw(args.hp_kernel, data.size, case["params"])
+            try:
+                hp.request_raw(args.hp_kernel, data.size, case["params"], timeout_sec=30)
+            except Exception as exc:  # noqa: BLE001 - reported with the server's log
+                raise fail(f"high-priority request failed: {exc}") from exc
             t1 = time.perf_counter_ns()
             lat.append((t1 - t0) / 1e3)
             ts = hp.timestamps(args.hp_kernel)
@@ -400,13 +421,19 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
                 dev.append((ts["device_end"] - ts["device_start"]) / 1e3)
     finally:
         stop.set()
+        deadline = time.monotonic() + 30
         for p in procs:
-            p.join(timeout=60)
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
             if p.is_alive():
+                print(f"  {mode} N={n_lp}: low-priority client {p.pid} did not stop; killed", file=sys.stderr)
                 p.kill()
+                p.join()
         hp.close()
+    took = time.monotonic() - started
+    print(f"  {mode:6s} N={n_lp}: {took:.1f} s", flush=True)
     return {"latency_us": _stats(lat), "device_us": _stats(dev), "raw_latency_us": [round(x, 1) for x in lat],
-            "lp_requests_per_s": counter.value}
+            "lp_requests_per_s": counter.value, "lp_gpu_busy": counter.value * args.lp_ms / 1e3,
+            "wall_s": round(took, 2)}
 
 
 def cmd_contention(args: argparse.Namespace) -> int:
@@ -419,32 +446,46 @@ def cmd_contention(args: argparse.Namespace) -> int:
     results: dict[str, dict[str, Any]] = {"server": {}, "direct": {}}
     for n_lp in args.clients:
         # a fresh server per point: the high-priority client registers first, so it gets the top bucket
-        with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
-            results["server"][str(n_lp)] = _contention_run("server", n_lp, args, srv.socket_path, case)
-        results["direct"][str(n_lp)] = _contention_run("direct", n_lp, args, None, case)
         for mode in ("server", "direct"):
-            s = results[mode][str(n_lp)]["latency_us"]
-            print(f"  {mode:6s} N={n_lp}: p50 {s['p50']:.1f} p99 {s['p99']:.1f} max {s['max']:.1f} µs", flush=True)
+            try:
+                if mode == "server":
+                    with paam.testing.start_server(backend=args.backend, buckets=args.buckets,
+                                                   extra_args=args.server_args.split()) as srv:
+                        r = _contention_run(mode, n_lp, args, srv.socket_path, case, srv.log)
+                else:
+                    r = _contention_run(mode, n_lp, args, None, case)
+            except SystemExit as exc:  # keep the other points
+                print(f"  {mode} N={n_lp} failed: {exc}", file=sys.stderr, flush=True)
+                r = {"error": str(exc)}
+            results[mode][str(n_lp)] = r
+            if "error" not in r:
+                s = r["latency_us"]
+                print(f"  {mode:6s} N={n_lp}: p50 {s['p50']:.1f} p99 {s['p99']:.1f} max {s['max']:.1f} µs",
+                      flush=True)
     payload = _header(args, "gpu-contention") | {
         "hp_kernel": args.hp_kernel, "hp_shape": case["shape"], "lp_kernel": f"spin {args.lp_ms} ms",
-        "iters": args.iters, "buckets": args.buckets, "results": results}
+        "iters": args.iters, "buckets": args.buckets, "lp_priority": args.lp_priority,
+        "server_args": args.server_args, "results": results}
     rows = []
     for n_lp in args.clients:
         for mode in ("server", "direct"):
             r = results[mode][str(n_lp)]
+            if "error" in r:
+                rows.append([n_lp, mode, "failed", "", "", "", "", ""])
+                continue
             s = r["latency_us"]
             rows.append([n_lp, mode, s["p50"], s["p99"], s["max"], r["device_us"].get("p50", float("nan")),
-                         round(r["lp_requests_per_s"], 1)])
+                         round(r["lp_requests_per_s"], 1), f"{100 * r['lp_gpu_busy']:.0f}%"])
     table = (f"High-priority {args.hp_kernel} ({case['shape']}) latency (µs) while N low-priority clients "
              f"run spin {args.lp_ms} ms back to back; server: paamd {args.backend} backend, {args.buckets} buckets; "
              f"direct: N+1 processes, one context each; {args.iters} requests per point, {_gpu_name()}\n\n" +
-             _md_table(["N", "mode", "p50", "p99", "max", "device p50", "LP req/s"], rows))
+             _md_table(["N", "mode", "p50", "p99", "max", "device p50", "LP req/s", "LP spin share"], rows))
 
     def plot(path: Path) -> None:
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4))
         for mode, color in (("server", "tab:blue"), ("direct", "tab:red")):
-            xs = args.clients
+            xs = [n for n in args.clients if "error" not in results[mode][str(n)]]
             for key, style in (("p50", "o-"), ("p99", "s--"), ("max", "v:")):
                 ax.plot(xs, [results[mode][str(n)]["latency_us"][key] for n in xs], style, color=color,
                         label=f"{mode} {key}")
@@ -463,8 +504,6 @@ def cmd_contention(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------
 # gpu-overhead: request overhead through the server, stage by stage
 
-STAGES = ("submitted", "dequeued", "picked", "device_start", "device_end", "completed", "woken")
-
 
 def cmd_overhead(args: argparse.Namespace) -> int:
     import paam
@@ -472,7 +511,8 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     n = 1024
     data = np.random.default_rng(5).standard_normal(2 * n, dtype=np.float32).view(np.uint8)
     results: dict[str, Any] = {}
-    with paam.testing.start_server(backend=args.backend, buckets=args.buckets) as srv:
+    with paam.testing.start_server(backend=args.backend, buckets=args.buckets,
+                                   extra_args=args.server_args.split()) as srv:
         for wait in args.waits:
             c = _client(100, {"vector_add": (data.size, 4 * n)}, direct=False, socket=srv.socket_path, wait=wait,
                         backend=args.backend)
@@ -507,7 +547,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     d.close()
     results["direct"] = {"round_trip_us": _stats(rt)}
     payload = _header(args, "gpu-overhead") | {"kernel": f"vector_add n={n}", "iters": args.iters,
-                                               "results": results}
+                                               "server_args": args.server_args, "results": results}
     rows = []
     for wait in args.waits:
         r = results[wait]
@@ -573,10 +613,12 @@ _DEFAULTS = {
     "preempt": {"iters": 20000, "lead_us": 0.0, "kernels": list(KERNELS), "matmul": 1024},
     "kappa": {"iters": 500, "slices_us": [5.0, 10.0, 20.0, 50.0, 100.0], "lp_ms": 2.0, "lead_us": 0.0},
     "backend": {"iters": 5000},
-    "kernels": {"backend": "cuda", "iters": 300, "warmup": 20, "buckets": 6, "wait": "spin", "scale": 1.0},
-    "overhead": {"backend": "cuda", "iters": 2000, "warmup": 50, "buckets": 6, "waits": ["spin", "suspend"]},
+    "kernels": {"backend": "cuda", "iters": 300, "warmup": 20, "buckets": 6, "wait": "spin", "scale": 1.0,
+                "server_args": ""},
+    "overhead": {"backend": "cuda", "iters": 2000, "warmup": 50, "buckets": 6, "waits": ["spin", "suspend"],
+                 "server_args": ""},
     "contention": {"backend": "cuda", "iters": 400, "warmup": 10, "buckets": 6, "clients": [0, 1, 2, 4], "lp_ms": 5.0,
-                   "hp_kernel": "matmul", "gap_ms": 2.0, "scale": 1.0},
+                   "hp_kernel": "matmul", "gap_ms": 2.0, "scale": 1.0, "lp_priority": 10, "server_args": ""},
 }
 
 
@@ -625,6 +667,7 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--buckets", type=int, default=d["buckets"])
         p.add_argument("--wait", default=d["wait"], choices=["spin", "suspend", "hybrid"])
         p.add_argument("--scale", type=float, default=d["scale"], help="multiplies the problem sizes")
+        p.add_argument("--server-args", default=d["server_args"], help="extra paamd arguments, e.g. '--poll-us 1000'")
 
     def overhead(p, d):
         _backend_arg(p)
@@ -632,6 +675,7 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--warmup", type=int, default=d["warmup"])
         p.add_argument("--buckets", type=int, default=d["buckets"])
         p.add_argument("--waits", nargs="+", default=d["waits"], choices=["spin", "suspend", "hybrid"])
+        p.add_argument("--server-args", default=d["server_args"], help="extra paamd arguments")
 
     def contention(p, d):
         _backend_arg(p)
@@ -641,6 +685,9 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--clients", type=int, nargs="+", default=d["clients"], help="values of N")
         p.add_argument("--lp-ms", type=float, default=d["lp_ms"], help="low-priority spin length")
         p.add_argument("--hp-kernel", default=d["hp_kernel"])
+        p.add_argument("--lp-priority", type=int, default=d["lp_priority"],
+                       help="chain priority of every low-priority client (the high one has 1000)")
+        p.add_argument("--server-args", default=d["server_args"], help="extra paamd arguments")
         p.add_argument("--gap-ms", type=float, default=d["gap_ms"],
                        help="random pause (0..gap) before each high-priority request")
         p.add_argument("--scale", type=float, default=d["scale"])
