@@ -30,7 +30,7 @@ Serves accelerator requests from local clients by chain priority.
   --admission none|analysis   admission control (default: none = admit all, and say so)
   --overhead-ms X        epsilon for the analysis (default: 0.05)
   --preemption-ms X      kappa for the analysis (default: 0)
-  --poll-us N            busy-poll window before sleeping (default: 50)
+  --poll-us N            busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0)
   --dispatcher-cpu N     pin the dispatcher thread
   --verbose              log every registration
   --help                 this text
@@ -117,8 +117,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "paamd: cannot start: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s (pid %d)", (*server)->socket_path().c_str(),
-            (*server)->backend_name().c_str(), (*server)->buckets(), o.admission.c_str(), static_cast<int>(getpid()));
+  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %llu us (pid %d)",
+            (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
+            o.admission.c_str(), static_cast<unsigned long long>((*server)->poll_ns() / 1000),
+            static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

@@ -714,6 +714,7 @@ Server::~Server() { Stop(); }
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ServerOptions o = options;
   if (o.socket_path.empty()) o.socket_path = DefaultSocketPath();
+  if (o.poll_ns == ServerOptions::kAutoPoll) o.poll_ns = OnlineCpus() >= 4 ? 50'000 : 0;
   auto impl = std::make_unique<Impl>(o);
   Status st = impl->Init();
   if (!st.ok()) return st;
@@ -727,6 +728,7 @@ void Server::Wait() { impl_->Wait(); }
 const std::string& Server::socket_path() const { return impl_->options_.socket_path; }
 int Server::buckets() const { return impl_->buckets_; }
 std::string Server::backend_name() const { return std::string(impl_->backend_->name()); }
+uint64_t Server::poll_ns() const { return impl_->options_.poll_ns; }
 std::vector<std::string> Server::notes() const {
   std::lock_guard<std::mutex> lock(impl_->notes_mu_);
   return impl_->notes_;

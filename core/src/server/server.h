@@ -49,8 +49,11 @@ struct ServerOptions {
 
   // --- Parameters that affect performance ---
   // Busy-poll window of the dispatcher and workers after their last work before they sleep
-  // on a futex. Larger: lower latency for bursts, more CPU. Default 50 us.
-  uint64_t poll_ns = 50'000;
+  // on a futex. Larger: lower latency for bursts, more CPU. kAutoPoll (the default) means 50 us
+  // on machines with 4 or more CPUs and 0 below that: on 2 cores two polling server threads
+  // would keep the clients they serve off the CPU (measured: 107 us instead of 14 us p50).
+  static constexpr uint64_t kAutoPoll = UINT64_MAX;
+  uint64_t poll_ns = kAutoPoll;
   // Requests per bucket queue (fixed, so the hot path never allocates). Default 4096.
   size_t queue_capacity = 4096;
   // Pin the dispatcher thread to this CPU (-1: do not pin).
@@ -81,6 +84,7 @@ class Server {
   const std::string& socket_path() const;
   int buckets() const;
   std::string backend_name() const;
+  uint64_t poll_ns() const;  // the busy-poll window in effect
   // Real-time settings the OS denied, etc. (collected from the workers at start).
   std::vector<std::string> notes() const;
   ServerStats Stats() const;

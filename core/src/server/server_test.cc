@@ -26,7 +26,7 @@ std::string TempSocket() {
   return "/tmp/paam-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".sock";
 }
 
-std::unique_ptr<Server> StartServer(int buckets = 1, uint64_t poll_ns = 50'000) {
+std::unique_ptr<Server> StartServer(int buckets = 1, uint64_t poll_ns = ServerOptions::kAutoPoll) {
   ServerOptions o;
   o.socket_path = TempSocket();
   o.backend.levels = buckets;

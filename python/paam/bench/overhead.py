@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--payloads", default="8,1048576", help="payload sizes in bytes (default 8,1048576)")
     p.add_argument("--waits", default="spin,suspend,hybrid")
     p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--poll-us", type=int, default=50, help="server busy-poll window (default 50)")
+    p.add_argument("--poll-us", type=int, default=None,
+                   help="server busy-poll window (default: paamd's, 50 with 4+ CPUs, else 0)")
     p.add_argument("--out", default="results/overhead")
     p.set_defaults(func=run)
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     for i, (wait, payload) in enumerate(configs, 1):
         print(f"[{i}/{len(configs)}] wait={wait} payload={payload} B, {args.requests} requests ...", flush=True)
         # Device core = last core (cpu backend); the client stays off it.
-        extra = ["--poll-us", str(args.poll_us)]
+        extra = [] if args.poll_us is None else ["--poll-us", str(args.poll_us)]
         with start_server(buckets=1, backend=args.backend, extra_args=extra) as srv:
             cmd = [binary, "--socket", srv.socket_path, "--wait", wait, "--payload", str(payload),
                    "--requests", str(args.requests)]
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             results.append(json.loads(proc.stdout))
 
     meta = {"date": dt.date.today().isoformat(), "machine": machine_description(), "backend": args.backend,
-            "command": "paam bench overhead " + " ".join(sys.argv[3:]), "poll_us": args.poll_us}
+            "command": "paam bench overhead " + " ".join(sys.argv[3:]),
+            "poll_us": args.poll_us if args.poll_us is not None else (50 if ncpu >= 4 else 0)}
     (out / "overhead.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     table = render_table(results, meta)
     (out / "overhead.md").write_text(table)
@@ -116,6 +118,20 @@ def _size(n: int) -> str:
     return f"{n // (1 << 20)} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} B"
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m paam.bench.overhead --render overhead.json``: print the table of a saved run
+    (e.g. one made by scripts/device_overhead.sh on a machine without the Python package)."""
+    p = argparse.ArgumentParser(prog="python -m paam.bench.overhead")
+    p.add_argument("--render", required=True, help="overhead JSON written by this benchmark")
+    p.add_argument("--plot", help="also write the stage plot here (PNG)")
+    a = p.parse_args(argv)
+    data = json.loads(Path(a.render).read_text())
+    print(render_table(data["results"], data["meta"]))
+    if a.plot:
+        _plot(data["results"], Path(a.plot))
+    return 0
+
+
 def _plot(results: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -136,3 +152,7 @@ def _plot(results: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
