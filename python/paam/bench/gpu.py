@@ -362,18 +362,17 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 # gpu-contention: one high-priority client, N low-priority ones keeping the GPU busy
 
 def _lp_worker(socket: str | None, direct: bool, priority: int, lp_ms: float, ready: Any, stop: Any,
-               counter: Any, backend: str) -> None:
+               measuring: Any, counter: Any, backend: str) -> None:
     c = _client(priority, ["spin"], direct=direct, socket=socket, wait="suspend", backend=backend)
     c.request("spin", duration_ms=0.1)
     ready.release()
     n = 0
-    t0 = time.monotonic()
     while not stop.is_set():
         c.request("spin", duration_ms=lp_ms)
-        n += 1
-    rate = n / max(1e-9, time.monotonic() - t0)
+        if measuring.is_set():  # completed inside the high-priority client's measuring window
+            n += 1
     with counter.get_lock():
-        counter.value += rate
+        counter.value += n
     c.close()
 
 
@@ -388,11 +387,11 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
     hp.input_buffer(args.hp_kernel)[:data.size] = data
     for _ in range(args.warmup):
         hp.request_raw(args.hp_kernel, data.size, case["params"])
-    ready, stop, counter = ctx.Semaphore(0), ctx.Event(), ctx.Value("d", 0.0)
+    ready, stop, measuring, counter = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Value("q", 0)
     # All low-priority clients share one priority (one bucket, served in turn), so none of them
     # starves another; the high-priority client registered first and holds the top bucket.
     procs = [ctx.Process(target=_lp_worker, args=(socket, direct, args.lp_priority, args.lp_ms, ready, stop,
-                                                  counter, args.backend), daemon=True) for _ in range(n_lp)]
+                                                  measuring, counter, args.backend), daemon=True) for _ in range(n_lp)]
     for p in procs:
         p.start()
 
@@ -400,13 +399,16 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
         log = server_log() if server_log is not None else ""
         return SystemExit(f"{mode} N={n_lp}: {what}" + (f"\npaamd log (tail):\n{log[-3000:]}" if log else ""))
 
-    lat, dev = [], []
+    lat, dev, stages = [], [], []
+    window = 0.0
     try:
         for _ in procs:
             if not ready.acquire(timeout=60):
                 raise fail("a low-priority client did not start within 60 s")
         time.sleep(0.05)
         rng = random.Random(3)
+        measuring.set()
+        t_measure = time.monotonic()
         for _ in range(args.iters):
             time.sleep(rng.uniform(0, args.gap_ms) / 1e3)  # arrive at random phases
             t0 = time.perf_counter_ns()
@@ -419,6 +421,10 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
             ts = hp.timestamps(args.hp_kernel)
             if ts.get("device_end") and ts.get("device_start"):
                 dev.append((ts["device_end"] - ts["device_start"]) / 1e3)
+            if all(ts.get(k) for k in STAGES):
+                stages.append([round((ts[b] - ts[a]) / 1e3, 1) for a, b in zip(STAGES, STAGES[1:])])
+        window = time.monotonic() - t_measure
+        measuring.clear()
     finally:
         stop.set()
         deadline = time.monotonic() + 30
@@ -432,8 +438,10 @@ def _contention_run(mode: str, n_lp: int, args: argparse.Namespace, socket: str 
     took = time.monotonic() - started
     print(f"  {mode:6s} N={n_lp}: {took:.1f} s", flush=True)
     return {"latency_us": _stats(lat), "device_us": _stats(dev), "raw_latency_us": [round(x, 1) for x in lat],
-            "lp_requests_per_s": counter.value, "lp_gpu_busy": counter.value * args.lp_ms / 1e3,
-            "wall_s": round(took, 2)}
+            "lp_requests_per_s": counter.value / window if window else 0.0,
+            "lp_gpu_busy": counter.value * args.lp_ms / 1e3 / window if window else 0.0,
+            "wall_s": round(took, 2), "stage_names": [f"{a}->{b}" for a, b in zip(STAGES, STAGES[1:])],
+            "raw_stages_us": stages}
 
 
 def cmd_contention(args: argparse.Namespace) -> int:
