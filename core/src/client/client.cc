@@ -33,7 +33,8 @@ struct RegionView {
   uint64_t output_capacity = 0;
   uint64_t sequence = 0;
   bool outstanding = false;
-  // direct mode results
+  // direct mode: the region as the in-process backend sees it (attached once at connect)
+  RegionMemory direct_memory;
   const KernelEntry* direct_kernel = nullptr;
   Status direct_status;
   uint64_t direct_output_bytes = 0;
@@ -157,7 +158,6 @@ Status Client::Impl::ConnectDirect() {
   auto b = CreateBackend(bo, &registry);
   if (!b.ok()) return b.status();
   backend = std::move(b.value());
-  std::string worker_note;
   // Direct mode runs on the caller's thread: no worker preparation beyond the backend's own.
   regions.resize(options.kernels.size());
   for (size_t i = 0; i < options.kernels.size(); ++i) {
@@ -175,6 +175,15 @@ Status Client::Impl::ConnectDirect() {
     r.input_capacity = k.max_input_bytes;
     r.output = r.local.data() + k.max_input_bytes;
     r.output_capacity = k.max_output_bytes;
+    r.direct_memory.base = r.local.data();
+    r.direct_memory.mapping_bytes = r.local.size();
+    r.direct_memory.input = r.input;
+    r.direct_memory.input_capacity = r.input_capacity;
+    r.direct_memory.output = r.output;
+    r.direct_memory.output_capacity = r.output_capacity;
+    // Registration-time preparation, as the server does it (pinning, device buffers on CUDA).
+    Status st = backend->AttachRegion(&r.direct_memory);
+    if (!st.ok()) return st;
   }
   reply.buckets = 1;
   reply.admission = "direct mode: kernels run in this process, no server, no admission control";
@@ -238,6 +247,9 @@ void Client::Close() {
     }
     impl_->socket.reset();
   }
+  if (impl_->backend) {
+    for (auto& r : impl_->regions) impl_->backend->DetachRegion(&r.direct_memory);
+  }
   impl_->regions.clear();
   impl_->channel_mapping.Reset();
   impl_->doorbell_mapping.Reset();
@@ -291,12 +303,7 @@ Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4]) {
     call.kernel = r.direct_kernel;
     call.input_bytes = input_bytes;
     std::memcpy(call.params, params, sizeof(call.params));
-    RegionMemory mem;
-    mem.input = r.input;
-    mem.input_capacity = r.input_capacity;
-    mem.output = r.output;
-    mem.output_capacity = r.output_capacity;
-    call.region = &mem;
+    call.region = &r.direct_memory;
     r.direct_output_bytes = 0;
     r.direct_status = r.direct_kernel->Plan(call.params, input_bytes, &call.output_bytes);
     if (r.direct_status.ok() && call.output_bytes > r.output_capacity) {
