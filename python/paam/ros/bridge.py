@@ -8,12 +8,15 @@ Requests arriving on that registration's request topic are submitted through its
 with the priority fixed at registration; a request cannot change it — and results are published
 on its response topic. See :mod:`paam.ros.wire` for names and messages.
 
-Scheduling inside the bridge: it spins a :class:`PicasExecutor` whose request subscriptions carry
-their chain's priority, so when requests of several chains are waiting the most critical is
-submitted first. The bridge never waits for the accelerator in its executor thread: each
-submitted request is collected by a waiter thread (a pool), which publishes the response and
-submits that registration's next queued request for the same kernel (paam allows one outstanding
-request per kernel and client).
+Scheduling inside the bridge, PiCAS-style: a dispatcher thread waits on the request
+subscriptions of all registrations and, each time it picks, re-polls readiness and takes the
+next request of the highest-priority registration that has one (FIFO among equal priorities, by
+registration), so when requests of several chains are waiting the most critical is submitted
+first. The dispatcher never waits for the accelerator: each submitted request is collected by a
+waiter thread (a pool), which publishes the response and submits that registration's next queued
+request for the same kernel (paam allows one outstanding request per kernel and client). The
+control plane (registration, heartbeats, status, reaping) runs in a :class:`PicasExecutor` on a
+separate thread, so the data path never waits behind rclpy's executor machinery.
 
 Remote clients that vanish: each must send a Heartbeat at least every ``lease_sec / 3``; one
 silent for longer than ``lease_sec`` is reaped — its local client is closed (after its in-flight
@@ -24,8 +27,10 @@ registration under its lock.
 """
 from __future__ import annotations
 
+import array
 import collections
 import concurrent.futures
+import itertools
 import os
 import secrets
 import socket as socketlib
@@ -36,6 +41,7 @@ import uuid as uuidlib
 from typing import Any, Callable, Optional
 
 from paam.ros import wire
+from paam.ros._waitset import SubscriptionWaiter, take
 
 __all__ = ["Bridge", "main"]
 
@@ -57,6 +63,7 @@ class _Registration:
         self.sub = None
         self.pub = None
         self.matched = False  # the response publisher has seen the remote subscription
+        self.order = 0  # registration order: FIFO among equal priorities
 
 
 class Bridge:
@@ -70,12 +77,17 @@ class Bridge:
         another callable with the same keyword arguments).
     :param waiters: waiter threads, i.e. requests that can be in flight at once across all
         registrations; more queue in the pool.
+    :param wait: how the bridge's waiter threads wait for paamd (spin | suspend | hybrid).
+        A bridge-host choice: how a remote callback waits for its response is up to the remote
+        client. Default hybrid: short requests complete while the waiter still spins (no wake-up
+        latency), long ones cost no CPU.
     :param log: where the bridge's log lines go (default: stderr).
     """
 
     def __init__(self, *, name: str = wire.DEFAULT_BRIDGE, socket: Optional[str] = None,
                  lease_sec: float = wire.DEFAULT_LEASE_SEC, context=None,
                  client_factory: Optional[Callable[..., Any]] = None, waiters: int = 64,
+                 wait: str = "hybrid", inline_wait_us: float = 100.0,
                  log: Optional[Callable[[str], None]] = None) -> None:
         from rclpy.node import Node
 
@@ -85,6 +97,10 @@ class Bridge:
 
         if lease_sec <= 0:
             raise ValueError("lease_sec must be positive")
+        if wait not in ("spin", "suspend", "hybrid"):
+            raise ValueError(f"wait must be spin, suspend or hybrid, not {wait!r}")
+        self.wait = wait
+        self.inline_wait_sec = max(0.0, inline_wait_us) * 1e-6
         self.name = name.strip("/")
         self.lease_sec = float(lease_sec)
         self.socket_path = socket or _default_socket()
@@ -103,6 +119,12 @@ class Bridge:
         self._closed = False
 
         self.node = Node(self.name, context=context)
+        # Request subscriptions live on a node no executor spins; the dispatcher takes them.
+        self.data_node = Node(f"{self.name}_data", context=self.node.context)
+        self._waiter = SubscriptionWaiter(self.node.context)
+        self._dispatcher = threading.Thread(target=self._dispatch, name=f"{self.name}-dispatch",
+                                            daemon=True)
+        self._order = itertools.count()
         self.executor = PicasExecutor(context=self.node.context)
         self.executor.add_node(self.node)
         n = self.node
@@ -122,6 +144,7 @@ class Bridge:
         self._ServerStatus = ServerStatus
         self._status_timer = n.create_timer(wire.STATUS_PERIOD_SEC, self._publish_status)
         self._reap_timer = n.create_timer(self.lease_sec / 4, self._reap)
+        self._dispatcher.start()
         self._log(f"bridging ROS 2 domain {n.context.get_domain_id()} to paamd at "
                   f"{self.socket_path} (lease {self.lease_sec:g} s)")
 
@@ -146,6 +169,8 @@ class Bridge:
         if self._closed:
             return
         self._closed = True
+        self._waiter.wake()
+        self._dispatcher.join(timeout=5.0)
         self.executor.shutdown(timeout_sec=2.0)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
@@ -157,6 +182,8 @@ class Bridge:
         self._pool.shutdown(wait=True, cancel_futures=False)
         for reg in regs:
             self._close_client(reg)
+        self._waiter.destroy()
+        self.data_node.destroy_node()
         self.node.destroy_node()
 
     def __enter__(self) -> "Bridge":
@@ -186,7 +213,7 @@ class Bridge:
                     max_in = spec_for(k.name).max_input
                 kernels[k.name] = (max_in, max_out)
         kw: dict[str, Any] = {"priority": int(req.chain_priority), "kernels": kernels,
-                              "wait": req.wait or "suspend", "socket": self.socket_path,
+                              "wait": self.wait, "socket": self.socket_path,
                               "name": f"ros:{req.node_name or '?'}@{req.hostname or '?'}:{req.pid}"}
         if req.has_timing:
             import paam
@@ -225,14 +252,15 @@ class Bridge:
             return resp
         client_id = secrets.randbits(63)
         reg = _Registration(client_id, client, int(req.chain_priority), who)
-        reg.pub = self.node.create_publisher(
+        reg.order = next(self._order)
+        reg.pub = self.data_node.create_publisher(
             RemoteResponse, wire.response_topic(self.name, client_id), wire.data_qos())
-        reg.sub = self.node.create_subscription(
-            RemoteRequest, wire.request_topic(self.name, client_id),
-            lambda msg, reg=reg: self._on_request(reg, msg), wire.data_qos())
-        self.executor.set_callback_priority(reg.sub, reg.priority)
+        reg.sub = self.data_node.create_subscription(
+            RemoteRequest, wire.request_topic(self.name, client_id), lambda _msg: None,
+            wire.data_qos())
         with self._regs_lock:
             self._regs[client_id] = reg
+        self._waiter.wake()  # the dispatcher waits on the new subscription from now on
         resp.admitted = True
         resp.client_id = client_id
         resp.bucket = int(getattr(client, "bucket", -1) or 0)
@@ -240,7 +268,7 @@ class Bridge:
         resp.request_topic = wire.request_topic(self.name, client_id)
         resp.response_topic = wire.response_topic(self.name, client_id)
         self._log(f"registered {who}: client {client_id}, priority {reg.priority}, "
-                  f"bucket {resp.bucket}")
+                  f"bucket {resp.bucket}, waits by {req.wait or '?'}")
         return resp
 
     def _on_unregister(self, req, resp):
@@ -277,11 +305,12 @@ class Bridge:
             for q in reg.queues.values():
                 q.clear()
             idle = reg.inflight == 0
+        self._waiter.wake()
         for ent in (reg.sub, reg.pub):
             if ent is not None:
                 try:
-                    (self.node.destroy_subscription if ent is reg.sub
-                     else self.node.destroy_publisher)(ent)
+                    (self.data_node.destroy_subscription if ent is reg.sub
+                     else self.data_node.destroy_publisher)(ent)
                 except Exception:  # noqa: BLE001 - node may be going away
                     pass
         self._log(f"client {reg.client_id} ({reg.describe}) retired: {why}")
@@ -313,6 +342,32 @@ class Bridge:
 
     # -- data plane ----------------------------------------------------------------------------
 
+    def _dispatch(self) -> None:
+        """Take requests, the highest-priority registration's first, until the bridge closes."""
+        poll = False
+        while not self._closed:
+            with self._regs_lock:
+                regs = sorted(self._regs.values(), key=lambda r: (-r.priority, r.order))
+            try:
+                # After taking a request, poll (fresh readiness for the next pick); when idle,
+                # block until a request arrives or the registrations change.
+                ready = self._waiter.wait([r.sub for r in regs], 0.0 if poll else 1.0)
+            except Exception as exc:  # noqa: BLE001 - context shut down under us
+                if not self._closed:
+                    self._log(f"dispatcher stopped: {exc}")
+                return
+            poll = False
+            if not ready:
+                continue
+            ready_ids = {id(sub) for sub in ready}
+            for reg in regs:  # highest priority first
+                if id(reg.sub) in ready_ids:
+                    msg = take(reg.sub)
+                    if msg is not None:
+                        self._on_request(reg, msg)
+                        poll = True
+                    break
+
     def _on_request(self, reg: _Registration, msg) -> None:
         received = time.monotonic_ns()
         with reg.lock:
@@ -324,29 +379,49 @@ class Bridge:
             if len(q) > 1:
                 return  # the request in flight for this kernel submits this one when done
             reg.inflight += 1
-        self._submit(reg, msg, received)
+        self._run(reg, (msg, received), in_dispatcher=True)
 
-    def _submit(self, reg: _Registration, msg, received: int) -> None:
-        """Submit ``msg`` to paamd; REQUIRES: it is at the head of its kernel's queue and
-        counted in ``reg.inflight``."""
-        try:
-            inputs = [wire.from_tensor(t) for t in msg.inputs]
-            params = wire.unflatten_params(msg.param_names, msg.param_values)
-            fut = reg.client.submit(msg.kernel, *inputs, **params)
-        except Exception as exc:  # noqa: BLE001 - goes back to the remote client
-            self._complete(reg, msg, received, None, exc)
-            return
-        self._pool.submit(self._collect, reg, msg, received, fut)
+    def _run(self, reg: _Registration, item, *, in_dispatcher: bool) -> None:
+        """Submit ``item`` and the requests queued behind it for the same kernel.
+
+        REQUIRES: ``item`` is at the head of its kernel's queue and counted in ``reg.inflight``.
+        In the dispatcher, a request gets ``inline_wait_sec`` to complete before a waiter thread
+        takes it over (short kernels then cost no thread handoff, and the dispatcher is held up
+        at most that long); a waiter thread waits as long as the request takes.
+        """
+        timeout_cls = getattr(_paam(), "PaamTimeout", TimeoutError)
+        while item is not None:
+            msg, received = item
+            try:
+                inputs = [wire.from_tensor(t) for t in msg.inputs]
+                params = wire.unflatten_params(msg.param_names, msg.param_values)
+                fut = reg.client.submit(msg.kernel, *inputs, **params)
+            except Exception as exc:  # noqa: BLE001 - goes back to the remote client
+                item = self._complete(reg, msg, received, None, exc)
+                continue
+            try:
+                out = fut.result(timeout_sec=self.inline_wait_sec if in_dispatcher else None)
+            except timeout_cls:
+                self._pool.submit(self._collect, reg, msg, received, fut)
+                return
+            except Exception as exc:  # noqa: BLE001
+                item = self._complete(reg, msg, received, None, exc)
+            else:
+                item = self._complete(reg, msg, received, out, None)
 
     def _collect(self, reg: _Registration, msg, received: int, fut) -> None:
         try:
             out = fut.result()
         except Exception as exc:  # noqa: BLE001
-            self._complete(reg, msg, received, None, exc, fut)
+            nxt = self._complete(reg, msg, received, None, exc)
         else:
-            self._complete(reg, msg, received, out, None, fut)
+            nxt = self._complete(reg, msg, received, out, None)
+        if nxt is not None:
+            self._run(reg, nxt, in_dispatcher=False)
 
-    def _complete(self, reg: _Registration, msg, received: int, out, exc, fut=None) -> None:
+    def _complete(self, reg: _Registration, msg, received: int, out, exc):
+        """Publish the response to ``msg``; return the next queued request of its kernel (now
+        at the head of the queue and still counted in flight), or None."""
         from paam_msgs.msg import RemoteResponse, Tensor
 
         resp = RemoteResponse()
@@ -356,11 +431,12 @@ class Bridge:
             resp.ok = True
             outs = out if isinstance(out, (tuple, list)) else ([] if out is None else [out])
             resp.outputs = [wire.to_tensor(o, Tensor) for o in outs]
-            stamps = getattr(fut, "timestamps", None) or getattr(reg.client, "last_timestamps",
-                                                                  None) or {}
-            names = [k for k, v in stamps.items() if isinstance(v, int)]
-            resp.timestamp_names = names
-            resp.timestamp_ns = [int(stamps[k]) for k in names]
+            # Exact: this registration's requests of one kernel are serialized by its queue.
+            per_kernel = getattr(reg.client, "timestamps", None)
+            stamps = (per_kernel(msg.kernel) if callable(per_kernel)
+                      else getattr(reg.client, "last_timestamps", None)) or {}
+            resp.timestamp_names = list(stamps)
+            resp.timestamp_ns = array.array("q", (int(v) for v in stamps.values()))
         else:
             resp.ok = False
             resp.error_kind = wire.error_kind(exc)
@@ -396,10 +472,14 @@ class Bridge:
             if nxt is None:
                 reg.inflight -= 1
             close_now = reg.closing and reg.inflight == 0
-        if nxt is not None:
-            self._submit(reg, *nxt)
-        elif close_now:
+        if close_now:
             self._close_client(reg)
+        return nxt
+
+
+def _paam():
+    import paam
+    return paam
 
 
 def _default_socket() -> str:
@@ -431,14 +511,15 @@ def _probe(path: str) -> tuple[bool, str]:
 
 def main(argv: Optional[list[str]] = None, *, name: str = wire.DEFAULT_BRIDGE,
          socket: Optional[str] = None, lease_sec: float = wire.DEFAULT_LEASE_SEC,
-         rt_priority: Optional[int] = None, cpu: Optional[int] = None) -> int:
+         wait: str = "hybrid", rt_priority: Optional[int] = None,
+         cpu: Optional[int] = None) -> int:
     """Run a bridge until SIGINT/SIGTERM (what ``paam bridge`` calls)."""
     import rclpy
 
     rclpy.init(args=argv)
     bridge = None
     try:
-        bridge = Bridge(name=name, socket=socket, lease_sec=lease_sec)
+        bridge = Bridge(name=name, socket=socket, lease_sec=lease_sec, wait=wait)
         reachable, why = _probe(bridge.socket_path)
         if not reachable:
             bridge._log(f"warning: {why}; registrations fail until paamd runs")

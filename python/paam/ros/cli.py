@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lease", type=float, default=3.0,
                    help="seconds without a heartbeat after which a remote client is reaped "
                         "(default 3)")
+    p.add_argument("--wait", default="hybrid", choices=["spin", "suspend", "hybrid"],
+                   help="how the bridge's threads wait for paamd (default hybrid)")
     p.add_argument("--rt-priority", type=int, default=None,
                    help="SCHED_FIFO priority of the bridge's executor thread (when permitted)")
     p.add_argument("--cpu", type=int, default=None, help="pin the executor thread to this CPU")
@@ -36,5 +38,5 @@ def _bridge(args: argparse.Namespace) -> int:
         print(f"paam bridge: {ROS_MISSING_HINT}", file=sys.stderr)
         return 2
     from paam.ros.bridge import main
-    return main(name=args.name, socket=args.socket, lease_sec=args.lease,
+    return main(name=args.name, socket=args.socket, lease_sec=args.lease, wait=args.wait,
                 rt_priority=args.rt_priority, cpu=args.cpu)

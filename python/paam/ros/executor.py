@@ -26,24 +26,28 @@ Coroutine callbacks (``async def``) that are suspended on an rclpy Future are ca
 once that Future is done; the executor wakes itself when it completes, even from another thread.
 
 Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
-:meth:`set_callback_priority` may be called from any thread.
+:meth:`set_callback_priority` may be called from any thread (an attribute store).
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
-import threading
 import time
 import weakref
 from typing import Callable, Optional
 
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import (ConditionReachedException, Executor, ShutdownException,
                              TimeoutException, TimeoutObject)
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future, Task
 
 from paam.ros.rt import RtReport, apply_rt
 
 __all__ = ["PicasExecutor", "PickStats"]
+
+_PRIORITY_ATTR = "_paam_callback_priority"
 
 # The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
 # callback waits for.
@@ -53,21 +57,25 @@ _FUTURE_AWAIT_CODE = Future.__await__.__code__
 class PickStats:
     """Counters of the executor's own work, for benchmarks (not thread-safe; read after spin).
 
-    ``refresh_ns``: time spent re-polling readiness (wait-set rebuild and a wait; when the executor
-    had nothing pending this includes blocking for work). ``choose_ns``: time spent choosing the
-    highest-priority candidate. ``picks``: callbacks run.
+    ``choose_ns``: finding the highest-priority candidate. ``poll_ns``: the zero-timeout poll of
+    the entities that could outrank it. ``refresh_ns``: full re-polls through rclpy (wait-set
+    rebuild and a wait; when nothing was pending this includes blocking for work).
+    ``refreshes``: how many of those. ``picks``: callbacks run.
     """
 
-    __slots__ = ("picks", "refresh_ns", "choose_ns", "max_candidates")
+    __slots__ = ("picks", "refreshes", "refresh_ns", "poll_ns", "choose_ns", "max_candidates")
 
     def __init__(self) -> None:
         self.picks = 0
+        self.refreshes = 0
         self.refresh_ns = 0
+        self.poll_ns = 0
         self.choose_ns = 0
         self.max_candidates = 0
 
     def __repr__(self) -> str:
-        return (f"PickStats(picks={self.picks}, refresh_ns={self.refresh_ns}, "
+        return (f"PickStats(picks={self.picks}, refreshes={self.refreshes}, "
+                f"refresh_ns={self.refresh_ns}, poll_ns={self.poll_ns}, "
                 f"choose_ns={self.choose_ns}, max_candidates={self.max_candidates})")
 
 
@@ -95,8 +103,6 @@ class PicasExecutor(Executor):
         super().__init__(context=context)
         self.default_priority = int(default_priority)
         self._priority_enabled = bool(callback_priority)
-        self._priorities: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
-        self._prio_lock = threading.Lock()
         # First time each task was seen ready: FIFO among equal priorities.
         self._first_seen: "weakref.WeakKeyDictionary[Task, int]" = weakref.WeakKeyDictionary()
         self._seq = itertools.count()
@@ -126,17 +132,14 @@ class PicasExecutor(Executor):
     def set_callback_priority(self, entity: object, priority: int) -> None:
         """Give a timer, subscription, service, client, guard condition or waitable a priority.
 
-        Larger is more critical. Takes effect at the executor's next pick.
+        Larger is more critical. Takes effect at the executor's next pick. Like PiCAS's
+        ``callback_priority`` field, the priority is stored on the entity itself.
         """
-        with self._prio_lock:
-            self._priorities[entity] = int(priority)
+        setattr(entity, _PRIORITY_ATTR, int(priority))
 
     def callback_priority(self, entity: object) -> int:
         """The priority the executor uses for ``entity`` (``default_priority`` if none set)."""
-        if entity is None:
-            return self.default_priority
-        with self._prio_lock:
-            return self._priorities.get(entity, self.default_priority)
+        return getattr(entity, _PRIORITY_ATTR, self.default_priority)
 
     def add_chain(self, chain, entities: "dict[str, object] | None" = None) -> "dict[str, int]":
         """Let the callbacks of a :class:`paam.ros.Chain` inherit priorities from it.
@@ -205,22 +208,32 @@ class PicasExecutor(Executor):
         if not self._priority_enabled:
             self._spin_once_stock(timeout_sec, condition)
             return
-        t0 = time.perf_counter_ns()
-        candidates = self._refresh(timeout_sec, condition)
-        t1 = time.perf_counter_ns()
-        if not candidates:
-            self.stats.refresh_ns += t1 - t0
+        if condition():
             return
-        best = None
-        best_key = None
-        for task, entity in candidates:
-            key = (self.callback_priority(entity), -self._first_seen[task])
-            if best_key is None or key > best_key:
-                best, best_key = (task, entity), key
-        t2 = time.perf_counter_ns()
         st = self.stats
-        st.refresh_ns += t1 - t0
-        st.choose_ns += t2 - t1
+        t0 = time.perf_counter_ns()
+        candidates = [(t, e) for t, e in self._pending_entries() if self._runnable(t)]
+        best, best_key = self._best(candidates)
+        t1 = time.perf_counter_ns()
+        st.choose_ns += t1 - t0
+        # Fresh readiness matters only for work that could outrank the best candidate already in
+        # hand: if no entity of a higher priority (without a pending handler) is ready now, a full
+        # re-poll cannot change the choice (an equal one newly seen would come later in FIFO
+        # order), so run it straight away. That check polls just those entities; rclpy's full
+        # re-poll rebuilds a wait set over every entity in Python and costs more.
+        if best is not None:
+            outranked = self._outranking_work_ready(best_key[0])
+            t0 = time.perf_counter_ns()
+            st.poll_ns += t0 - t1
+            t1 = t0
+        if best is None or outranked:
+            candidates = self._refresh(timeout_sec, condition)
+            t2 = time.perf_counter_ns()
+            st.refresh_ns += t2 - t1
+            if not candidates:
+                return
+            best, best_key = self._best(candidates)
+            st.choose_ns += time.perf_counter_ns() - t2
         st.picks += 1
         if len(candidates) > st.max_candidates:
             st.max_candidates = len(candidates)
@@ -231,6 +244,83 @@ class PicasExecutor(Executor):
         if task.exception() is not None:
             raise task.exception()
         task.result()
+
+    def _best(self, candidates):
+        """The candidate with the highest priority, the earliest seen among equals."""
+        best = best_key = None
+        for task, entity in candidates:
+            seq = self._first_seen.get(task)
+            if seq is None:  # e.g. a task from create_task, not yet seen by a wait
+                seq = self._first_seen[task] = next(self._seq)
+            key = (self.callback_priority(entity), -seq)
+            if best_key is None or key > best_key:
+                best, best_key = (task, entity), key
+        return best, best_key
+
+    def _outranking_work_ready(self, priority: int) -> bool:
+        """Whether an entity without a pending handler and with a priority above ``priority`` is
+        ready now: a zero-timeout wait over just those entities (usually few). Subscriptions,
+        timers, guard conditions, clients and services are polled; an outranking waitable
+        answers True (a full re-poll then decides)."""
+        default = self.default_priority
+        subs, timers, guards, clients, services = [], [], [], [], []
+        for node in self.get_nodes():
+            for group, out in ((node.subscriptions, subs), (node.timers, timers),
+                               (node.guards, guards), (node.clients, clients),
+                               (node.services, services)):
+                for e in group:
+                    if not e._executor_event and getattr(e, _PRIORITY_ATTR, default) > priority:
+                        out.append(e)
+            for w in node.waitables:
+                if not w._executor_event and getattr(w, _PRIORITY_ATTR, default) > priority:
+                    return True
+        if not (subs or timers or guards or clients or services):
+            return False
+        with contextlib.ExitStack() as stack:
+            lists = []
+            for group in (subs, timers, guards, clients, services):
+                live = []
+                for e in group:
+                    try:
+                        stack.enter_context(e.handle)
+                        live.append(e)
+                    except InvalidHandle:
+                        pass
+                lists.append(live)
+            subs, timers, guards, clients, services = lists
+            stack.enter_context(self._context.handle)
+            ws = _rclpy.WaitSet(len(subs), len(guards), len(timers), len(clients), len(services),
+                                0, self._context.handle)
+            ws.clear_entities()
+            for e in subs:
+                ws.add_subscription(e.handle)
+            for e in guards:
+                ws.add_guard_condition(e.handle)
+            for e in timers:
+                ws.add_timer(e.handle)
+            for e in clients:
+                ws.add_client(e.handle)
+            for e in services:
+                ws.add_service(e.handle)
+            ws.wait(0)
+            found = False
+            ready = set(ws.get_ready_entities("guard_condition"))
+            for gc in guards:
+                if gc.handle.pointer in ready:
+                    # The wait consumed the trigger; rclpy re-triggers guards so marked.
+                    gc._executor_triggered = True
+                    found = True
+            if found:
+                return True
+            ready = set(ws.get_ready_entities("timer"))
+            if any(t.handle.pointer in ready and t.handle.is_timer_ready() for t in timers):
+                return True
+            for kind, group in (("subscription", subs), ("client", clients),
+                                ("service", services)):
+                ready = set(ws.get_ready_entities(kind))
+                if any(e.handle.pointer in ready for e in group):
+                    return True
+        return False
 
     def _spin_once_stock(self, timeout_sec, condition) -> None:
         # rclpy's SingleThreadedExecutor._spin_once_impl, kept so the switch is exact.
@@ -251,6 +341,7 @@ class PicasExecutor(Executor):
 
     def _refresh(self, timeout_sec, condition) -> "list[tuple[Task, object]]":
         """Re-poll readiness; return the runnable (task, entity) candidates."""
+        self.stats.refreshes += 1
         pending = self._pending_entries()
         # Never block while a handler is already waiting to run: poll instead.
         if any(self._runnable(t) for t, _e in pending):
@@ -264,6 +355,8 @@ class PicasExecutor(Executor):
         gen = self._wait_for_ready_callbacks(timeout_sec, None, condition)
         try:
             for task, entity, _node in gen:
+                if task.cancelled():
+                    continue
                 if (entity is not None and task not in self._first_seen
                         and not _started(task) and id(entity) in waiting):
                     task.cancel()  # a duplicate: closes its coroutine, rclpy drops it
@@ -276,6 +369,8 @@ class PicasExecutor(Executor):
             return []
         finally:
             gen.close()
+            with self._tasks_lock:  # drop the duplicates cancelled above
+                self._tasks = [ten for ten in self._tasks if not ten[0].cancelled()]
         out = []
         for task, entity in self._pending_entries():
             if task not in self._first_seen:

@@ -42,6 +42,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from paam.ros import wire
+from paam.ros._waitset import SubscriptionWaiter, take
 
 __all__ = ["RemoteClient", "RemoteFuture", "BridgeNotRunning"]
 
@@ -99,6 +100,9 @@ class _Hub:
                    signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node(f"paam_remote_{os.getpid()}_{uuidlib.uuid4().hex[:6]}",
                                       context=self.context)
+        # Response subscriptions live on a node no executor spins: the thread waiting for a
+        # response takes it itself (see paam.ros._waitset).
+        self.data_node = rclpy.create_node(f"{self.node.get_name()}_data", context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._status: dict[str, tuple[float, bool, str]] = {}
@@ -126,10 +130,11 @@ class _Hub:
             pass
         self._thread.join(timeout=5)
         self.executor.shutdown(timeout_sec=1)
-        try:
-            self.node.destroy_node()
-        except Exception:  # noqa: BLE001
-            pass
+        for node in (self.node, self.data_node):
+            try:
+                node.destroy_node()
+            except Exception:  # noqa: BLE001
+                pass
 
     def watch_bridge(self, bridge: str) -> None:
         """Follow ``bridge``'s status topic (its sign of life)."""
@@ -167,6 +172,8 @@ class RemoteFuture:
 
     def done(self) -> bool:
         """True when the response has arrived (result() would not block)."""
+        if not self._event.is_set():
+            self._client._poll()
         return self._event.is_set()
 
     def result(self, timeout_sec: Optional[float] = None) -> Any:
@@ -227,8 +234,10 @@ class RemoteClient:
                            callback_uuid, system_uuid)
             node = self._hub.node
             self._pub = node.create_publisher(RemoteRequest, self._request_topic, wire.data_qos())
-            self._sub = node.create_subscription(RemoteResponse, self._response_topic,
-                                                 self._on_response, wire.data_qos())
+            self._sub = self._hub.data_node.create_subscription(
+                RemoteResponse, self._response_topic, lambda _msg: None, wire.data_qos())
+            self._waiter = SubscriptionWaiter(self._hub.context)
+            self._pump_lock = threading.Lock()
             self._hb_pub = node.create_publisher(Heartbeat, wire.topic(self._bridge, "heartbeat"),
                                                  wire.data_qos())
             self._Heartbeat = Heartbeat
@@ -354,7 +363,27 @@ class RemoteClient:
         else:
             fut._resolve(None, wire.error_class(msg.error_kind)(msg.message))
 
+    def _take_one(self) -> None:
+        """Take one waiting response (the next wait reports any further one); REQUIRES:
+        _pump_lock held."""
+        msg = take(self._sub)
+        if msg is not None:
+            self._on_response(msg)
+
+    def _poll(self) -> None:
+        """Collect responses that already arrived, without waiting."""
+        if self._closed or not self._pump_lock.acquire(blocking=False):
+            return
+        try:
+            while self._waiter.wait([self._sub], 0.0):
+                self._take_one()
+        finally:
+            self._pump_lock.release()
+
     def _wait(self, fut: RemoteFuture, timeout_sec: Optional[float]) -> None:
+        """Wait for ``fut``: the thread that holds the pump lock waits on the response
+        subscription and resolves whichever futures its messages answer; other waiting threads
+        wait on their own future and take the pump over when it is free."""
         paam = _errors()
         start = time.monotonic()
         deadline = None if timeout_sec is None else start + max(0.0, timeout_sec)
@@ -374,10 +403,21 @@ class RemoteClient:
                     f"paam bridge '{self._bridge}' silent for {silent:.1f} s while "
                     f"'{fut.kernel}' was outstanding"))
                 return
-            if now < spin_until:
-                continue  # spin: poll the flag the executor thread sets
-            step = 0.1 if deadline is None else min(0.1, max(0.0, deadline - now))
-            fut._event.wait(step)
+            if not self._pump_lock.acquire(blocking=False):
+                fut._event.wait(0.001)  # another thread pumps; it resolves us too
+                continue
+            try:
+                if fut._event.is_set():
+                    break
+                # spin: poll; suspend: block in the wait set (GIL released), at most 0.1 s at a
+                # time so that timeouts and the bridge's liveness are checked.
+                step = 0.0 if now < spin_until else 0.1
+                if deadline is not None:
+                    step = min(step, max(0.0, deadline - now))
+                if self._waiter.wait([self._sub], step):
+                    self._take_one()
+            finally:
+                self._pump_lock.release()
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -438,8 +478,13 @@ class RemoteClient:
         self._hub = None
         if unregister and hub.context.ok():
             _unregister(hub, self._bridge, self._client_id)
+        waiter = getattr(self, "_waiter", None)
+        if waiter is not None:
+            waiter.wake()
+            with self._pump_lock:  # no thread is inside the wait set any more
+                waiter.destroy()
         for attr, destroy in (("_hb_timer", hub.node.destroy_timer),
-                              ("_sub", hub.node.destroy_subscription),
+                              ("_sub", hub.data_node.destroy_subscription),
                               ("_pub", hub.node.destroy_publisher),
                               ("_hb_pub", hub.node.destroy_publisher)):
             ent = getattr(self, attr, None)

@@ -59,15 +59,21 @@ def to_tensor(arr, Tensor):
     t = Tensor()
     t.dtype = a.dtype.str if a.dtype.byteorder == ">" else a.dtype.name
     t.shape = array.array("I", a.shape)
-    t.data = array.array("B", a.tobytes()) if a.nbytes else array.array("B")
+    data = array.array("B")
+    if a.nbytes:
+        data.frombytes(memoryview(a.reshape(-1)).cast("B"))
+    t.data = data
     return t
 
 
 def from_tensor(t) -> np.ndarray:
     """paam_msgs/Tensor → numpy array (a view on the message's bytes, no copy)."""
     dtype = np.dtype(t.dtype)
-    shape = tuple(int(s) for s in t.shape)
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    shape = tuple(t.shape)
+    count = 1
+    for n in shape:
+        count *= n
+    expected = count * dtype.itemsize
     if len(t.data) != expected:
         raise ValueError(f"tensor of dtype {dtype} and shape {shape} needs {expected} bytes, "
                          f"got {len(t.data)}")
