@@ -82,22 +82,23 @@ def echo_server_main(service: str) -> int:
 
 
 def _wait_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
+    """Wait for a stdout line of ``proc`` containing ``text`` (reads the fd directly: a buffered
+    reader would hide lines from select())."""
     import selectors
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
+    fd = proc.stdout.fileno()
+    buf = b""
     deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        if sel.select(max(0.0, deadline - time.monotonic())):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line.rstrip())
-            if text in line:
-                sel.close()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if text.encode() in buf:
                 return
-    sel.close()
-    raise SystemExit(f"helper process did not print {text!r}: {seen}")
+            if sel.select(max(0.0, deadline - time.monotonic())):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+    raise SystemExit(f"helper process did not print {text!r}: {buf.decode(errors='replace')}")
 
 
 # -- round trips -------------------------------------------------------------------------------
@@ -274,12 +275,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             bridge = subprocess.Popen(
                 [sys.executable, "-m", "paam.cli", "bridge", "--name", bridge_name,
-                 "--socket", srv.socket_path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True)
+                 "--socket", srv.socket_path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             helpers.append(bridge)
             echo = subprocess.Popen([sys.executable, "-m", "paam.ros.bench", "--echo-server",
                                      echo_service], stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, text=True)
+                                    stderr=subprocess.DEVNULL)
             helpers.append(echo)
             _wait_line(bridge, "ready", 30)
             _wait_line(echo, "echo ready", 30)

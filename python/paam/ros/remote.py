@@ -48,8 +48,8 @@ __all__ = ["RemoteClient", "RemoteFuture", "BridgeNotRunning"]
 
 
 def _errors():
-    import paam
-    return paam
+    import paam.errors
+    return paam.errors
 
 
 def _bridge_not_running_class():

@@ -68,7 +68,6 @@ class Procs:
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.STDOUT)
         kw.setdefault("stdin", subprocess.PIPE)
-        kw.setdefault("text", True)
         kw.setdefault("start_new_session", True)
         p = subprocess.Popen(argv, **kw)
         self._procs.append(p)
@@ -77,28 +76,11 @@ class Procs:
     @staticmethod
     def readline_until(proc: subprocess.Popen, prefix: str, timeout_sec: float) -> str:
         """Read ``proc``'s stdout until a line starting with ``prefix``; fail on timeout/exit."""
-        import selectors
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout_sec
-        seen = []
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no line starting {prefix!r} within {timeout_sec}s; "
-                                         f"output so far: {seen}")
-                if not sel.select(left):
-                    continue
-                line = proc.stdout.readline()
-                if not line:
-                    raise AssertionError(f"process exited ({proc.wait()}) before {prefix!r}; "
-                                         f"output: {seen}")
-                seen.append(line.rstrip())
-                if line.startswith(prefix):
-                    return line.rstrip()
-        finally:
-            sel.close()
+        line = read_line_until(proc, lambda text: text.startswith(prefix), timeout_sec)
+        if line is None:
+            raise AssertionError(f"no line starting {prefix!r} within {timeout_sec}s; output "
+                                 f"so far: {getattr(proc, 'seen_lines', [])}")
+        return line
 
     @staticmethod
     def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
@@ -134,6 +116,37 @@ class Procs:
             for f in (p.stdout, p.stdin):
                 if f is not None:
                     f.close()
+
+
+def read_line_until(proc: subprocess.Popen, match, timeout_sec: float):
+    """The first stdout line of ``proc`` for which ``match(line)`` holds, or None at timeout or
+    exit. Reads the pipe's file descriptor directly: a buffered reader would keep lines in its
+    buffer where select() cannot see them."""
+    import selectors
+    fd = proc.stdout.fileno()
+    buf = getattr(proc, "line_buffer", b"")
+    seen = proc.__dict__.setdefault("seen_lines", [])
+    deadline = time.monotonic() + timeout_sec
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                text = raw.decode(errors="replace").rstrip()
+                seen.append(text)
+                if match(text):
+                    proc.line_buffer = buf
+                    return text
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.line_buffer = buf
+                return None
+            if sel.select(left):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    proc.line_buffer = buf
+                    return None
+                buf += chunk
 
 
 @pytest.fixture

@@ -1,0 +1,254 @@
+"""paam bridge and RemoteClient end to end: paamd, a bridge process and remote clients."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from conftest import Procs
+
+pytestmark = pytest.mark.timeout(120)
+
+paam = pytest.importorskip("paam")
+
+
+def _start_bridge(procs: Procs, socket: str, *extra: str) -> str:
+    name = f"bridge_{uuid.uuid4().hex[:8]}"
+    p = procs.start([sys.executable, "-m", "paam.cli", "bridge", "--name", name,
+                     "--socket", socket, *extra])
+    procs.readline_until(p, f"paam bridge '{name}' ready", 30)
+    p.bridge_name = name
+    return p
+
+
+@pytest.fixture(scope="module")
+def server():
+    with paam.testing.start_server(buckets=1) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def bridge(server):
+    procs = Procs()
+    try:
+        yield _start_bridge(procs, server.socket_path).bridge_name
+    finally:
+        procs.cleanup()
+
+
+class StatusWatcher:
+    """Follows a bridge's ServerStatus topic from a context of its own."""
+
+    def __init__(self, bridge_name: str) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+
+        from paam.ros import wire
+        from paam_msgs.msg import ServerStatus
+
+        self.ctx = Context()
+        rclpy.init(context=self.ctx, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
+        self.node = rclpy.create_node(f"status_probe_{uuid.uuid4().hex[:6]}", context=self.ctx)
+        self.seen: list = []
+        self.node.create_subscription(ServerStatus, wire.topic(bridge_name, "status"),
+                                      self.seen.append, wire.status_qos())
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self.name = bridge_name
+
+    def wait(self, predicate, timeout_sec: float):
+        """The first status (from now on) that satisfies ``predicate``."""
+        self.seen.clear()
+        deadline = time.monotonic() + timeout_sec
+        while time.monotonic() < deadline:
+            self.ex.spin_once(timeout_sec=0.2)
+            for msg in self.seen:
+                if predicate(msg):
+                    return msg
+            self.seen.clear()
+        raise AssertionError(f"no matching status from {self.name} within {timeout_sec}s")
+
+    def close(self) -> None:
+        import rclpy
+        self.ex.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def test_remote_client_registers_requests_and_gets_results_through_the_bridge(bridge):
+    from paam.ros import RemoteClient
+
+    with RemoteClient(priority=7, kernels=["vector_add", "spin"], bridge=bridge,
+                      connect_timeout_sec=20) as c:
+        assert c.priority == 7 and c.bucket == 0
+        assert "best-effort" in c.admission_note or "admitted" in c.admission_note
+        a = np.arange(1000, dtype=np.float32)
+        b = np.full(1000, 0.5, dtype=np.float32)
+        out = c.request("vector_add", a, b)
+        assert out.dtype == np.float32 and out.shape == (1000,)
+        np.testing.assert_array_equal(out, a + b)
+
+        device_ms = c.request("spin", duration_ms=5.0)
+        assert isinstance(device_ms, float) and device_ms >= 5.0
+        ts = c.last_timestamps
+        for stage in ("submitted", "device_start", "device_end", "bridge_received",
+                      "bridge_replied", "remote_sent", "remote_received"):
+            assert stage in ts, stage
+        assert ts["device_end"] - ts["device_start"] >= 5_000_000
+        assert ts["bridge_received"] <= ts["submitted"] <= ts["device_start"]
+
+        fut = c.submit("spin", duration_ms=20.0)
+        assert not fut.done()
+        assert fut.result(timeout_sec=10) >= 20.0 and fut.done()
+
+
+def test_remote_errors_are_the_local_clients_errors(bridge):
+    from paam.ros import RemoteClient
+
+    with RemoteClient(priority=3, kernels=["vector_add"], bridge=bridge,
+                      connect_timeout_sec=20) as c:
+        with pytest.raises(paam.UnknownKernel):
+            c.request("spin", duration_ms=1.0)
+        with pytest.raises(paam.PaamError, match="equal shapes") as info:
+            c.request("vector_add", np.ones(3, np.float32), np.ones(4, np.float32))
+        assert info.value.code == "invalid_argument"
+        with pytest.raises(paam.PaamTimeout):
+            c.submit("vector_add", np.ones(3), np.ones(3)).result(timeout_sec=0)
+    with pytest.raises(paam.PaamError):
+        c.request("vector_add", np.ones(3), np.ones(3))  # closed
+
+
+def test_bridge_submits_at_the_remote_chains_registered_priority(server, bridge):
+    """With the device busy, a high-priority remote request queued after a low-priority one
+    still runs first: the bridge registered each remote chain at its own priority."""
+    from paam.ros import RemoteClient
+
+    blocker = paam.Client(priority=1, kernels=["spin"], socket=server.socket_path)
+    low = RemoteClient(priority=2, kernels=["spin"], bridge=bridge, connect_timeout_sec=20)
+    high = RemoteClient(priority=9, kernels=["spin"], bridge=bridge, connect_timeout_sec=20)
+    try:
+        busy = blocker.submit("spin", duration_ms=400.0)
+        time.sleep(0.05)
+        f_low = low.submit("spin", duration_ms=30.0)
+        time.sleep(0.1)  # the low request is queued in paamd before the high one arrives
+        f_high = high.submit("spin", duration_ms=30.0)
+        busy.result(timeout_sec=10)
+        f_low.result(timeout_sec=10)
+        f_high.result(timeout_sec=10)
+        assert (high.last_timestamps["submitted"] > low.last_timestamps["submitted"]), \
+            "the test needs the low request submitted first"
+        assert high.last_timestamps["device_start"] < low.last_timestamps["device_start"]
+    finally:
+        low.close()
+        high.close()
+        blocker.close()
+
+
+# A remote client in its own process: registers, sends one request, says so, then waits to be
+# killed (it never unregisters).
+VANISHING_CLIENT = r"""
+import sys
+from paam.ros import RemoteClient
+c = RemoteClient(priority=4, kernels=["spin"], bridge=sys.argv[1], connect_timeout_sec=20)
+c.request("spin", duration_ms=1.0)
+print("REGISTERED", c.client_id, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_bridge_reaps_a_remote_client_that_vanishes_and_keeps_serving(server, procs):
+    from paam.ros import RemoteClient
+
+    name = _start_bridge(procs, server.socket_path, "--lease", "1.0").bridge_name
+    status = StatusWatcher(name)
+    try:
+        victim = procs.python(VANISHING_CLIENT, name)
+        procs.readline_until(victim, "REGISTERED", 30)
+        status.wait(lambda m: m.remote_clients == 1, 10)
+        procs.kill(victim, signal.SIGKILL)
+        last = status.wait(lambda m: m.remote_clients == 0, 10)
+        assert last.clients_reaped == 1 and last.server_reachable
+    finally:
+        status.close()
+    with RemoteClient(priority=5, kernels=["spin"], bridge=name, connect_timeout_sec=20) as c:
+        assert c.request("spin", duration_ms=1.0) >= 1.0
+
+
+def test_no_bridge_is_a_clear_error_within_the_timeout():
+    from paam.ros import RemoteClient
+    from paam.ros.remote import BridgeNotRunning
+
+    t0 = time.monotonic()
+    with pytest.raises(paam.ServerNotRunning, match="no paam bridge 'nobody_here'") as info:
+        RemoteClient(priority=1, kernels=["spin"], bridge="nobody_here", connect_timeout_sec=1.5)
+    assert isinstance(info.value, BridgeNotRunning)
+    assert time.monotonic() - t0 < 10
+
+
+def test_no_server_behind_the_bridge_is_server_not_running(procs, tmp_path):
+    from paam.ros import RemoteClient
+
+    name = _start_bridge(procs, str(tmp_path / "nothing.sock")).bridge_name
+    watcher = StatusWatcher(name)
+    try:
+        status = watcher.wait(lambda m: True, 10)
+    finally:
+        watcher.close()
+    assert not status.server_reachable and "not reachable" in status.message
+    with pytest.raises(paam.ServerNotRunning) as info:
+        RemoteClient(priority=1, kernels=["spin"], bridge=name, connect_timeout_sec=20)
+    assert type(info.value).__name__ == "ServerNotRunning"
+
+
+def test_a_bridge_that_dies_mid_request_is_server_died_not_a_hang(server, procs):
+    from paam.ros import RemoteClient
+
+    p = _start_bridge(procs, server.socket_path)
+    c = RemoteClient(priority=6, kernels=["spin"], bridge=p.bridge_name, connect_timeout_sec=20,
+                     bridge_timeout_sec=2.0)
+    try:
+        assert c.request("spin", duration_ms=1.0) >= 1.0
+        fut = c.submit("spin", duration_ms=3000.0)
+        time.sleep(0.2)
+        procs.kill(p, signal.SIGKILL)
+        t0 = time.monotonic()
+        with pytest.raises(paam.ServerDied, match="silent"):
+            fut.result(timeout_sec=30)
+        assert time.monotonic() - t0 < 10
+    finally:
+        c.close()
+
+
+def test_remote_client_works_from_inside_an_executor_callback(bridge, ros_context):
+    """A RemoteClient has its own ROS 2 context, so a callback of the application's executor can
+    use it synchronously without deadlocking that executor."""
+    import rclpy
+
+    from paam.ros import PicasExecutor, RemoteClient
+
+    node = rclpy.create_node(f"app_{uuid.uuid4().hex[:6]}", context=ros_context)
+    results = []
+    c = RemoteClient(priority=8, kernels=["spin"], bridge=bridge, connect_timeout_sec=20)
+    timer = None
+
+    def on_timer():
+        timer.cancel()
+        results.append(c.request("spin", duration_ms=2.0))
+    timer = node.create_timer(0.01, on_timer)
+    ex = PicasExecutor(context=ros_context)
+    ex.add_node(node)
+    deadline = time.monotonic() + 20
+    while not results and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.5)
+    c.close()
+    ex.shutdown()
+    node.destroy_node()
+    assert results and results[0] >= 2.0
