@@ -38,5 +38,22 @@ test: test-cpp test-py
 bench: install
 	$(VENV)/bin/paam bench overhead
 
+# --- ROS 2 (issue 5): Jazzy from PyPI into the same venv, then paam_msgs built with plain CMake
+# against that prefix (ros2/build_msgs.sh). About a minute on 2 cores; the stamp makes it once.
+.PHONY: ros test-ros bench-ros
+ROS_STAMP := $(VENV)/.ros-stamp
+$(ROS_STAMP): $(VENV)/.stamp scripts/requirements-ros.txt ros2/build_msgs.sh $(wildcard ros2/paam_msgs/*.* ros2/paam_msgs/msg/* ros2/paam_msgs/srv/*)
+	$(PY) -m pip install -q -r scripts/requirements-ros.txt
+	ros2/build_msgs.sh $(VENV) build/paam_msgs
+	touch $@
+ros: $(ROS_STAMP)
+# The Python tests include python/tests/ros: ROS is set up first, and a missing ROS fails them.
+test-py: $(ROS_STAMP)
+test-py: export PAAM_REQUIRE_ROS = 1
+test-ros: install $(ROS_STAMP)
+	PAAM_REQUIRE_ROS=1 $(PY) -m pytest python/tests/ros -v
+bench-ros: install $(ROS_STAMP)
+	$(VENV)/bin/paam ros-bench
+
 clean:
 	rm -rf build $(VENV)
