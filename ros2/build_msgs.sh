@@ -24,14 +24,16 @@ export CMAKE_PREFIX_PATH="$PREFIX"
 export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$PREFIX/bin:$PATH"
 
+mkdir -p "$BUILD"
+LOG="$BUILD/build_msgs.log"
 cmake -S ros2/paam_msgs -B "$BUILD" -Wno-dev \
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_INSTALL_PREFIX="$PREFIX" \
   -DPython3_EXECUTABLE="$PY" \
   -DPython3_FIND_STRATEGY=LOCATION \
-  -DBUILD_TESTING=OFF >"$BUILD.log" 2>&1 || { cat "$BUILD.log" >&2; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" >>"$BUILD.log" 2>&1 || { tail -50 "$BUILD.log" >&2; exit 1; }
-cmake --install "$BUILD" >>"$BUILD.log" 2>&1 || { tail -20 "$BUILD.log" >&2; exit 1; }
+  -DBUILD_TESTING=OFF >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }
+cmake --build "$BUILD" -j "$(nproc)" >>"$LOG" 2>&1 || { tail -50 "$LOG" >&2; exit 1; }
+cmake --install "$BUILD" >>"$LOG" 2>&1 || { tail -20 "$LOG" >&2; exit 1; }
 
 # Check the result from a fresh interpreter of the venv.
 "$PY" -c 'from paam_msgs.srv import Register; from paam_msgs.msg import Tensor; Tensor()' \
