@@ -173,6 +173,11 @@ class PicasExecutor(Executor):
         self._rt_priority = rt_priority
         self._rt_cpu = cpu
 
+    @property
+    def rt_settings(self) -> "tuple[Optional[int], Optional[int]]":
+        """(SCHED_FIFO priority, CPU) that :meth:`spin_rt` applies; None: left alone."""
+        return self._rt_priority, self._rt_cpu
+
     def apply_rt(self) -> RtReport:
         """Apply the settings of :meth:`set_executor_priority_cpu` to the calling thread."""
         self.rt_report = apply_rt(self._rt_priority, self._rt_cpu)

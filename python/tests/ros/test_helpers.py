@@ -1,0 +1,161 @@
+"""Chains declared once; paam clients used synchronously and asynchronously in callbacks."""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+paam = pytest.importorskip("paam")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with paam.testing.start_server(buckets=2) as srv:
+        yield srv
+
+
+def _chain():
+    from paam.ros import CallbackSpec, Chain
+    return Chain("perception", priority=12, period_ms=100, deadline_ms=80,
+                 executor="ex1", executor_cpu=0, executor_priority=5, executor_wait="suspend",
+                 callbacks=[CallbackSpec("lidar", cpu_wcet_ms=2, segments_ms=[5],
+                                         kernels=["spin"]),
+                            CallbackSpec("detect", cpu_wcet_ms=3, segments_ms=[10, 4],
+                                         kernels={"vector_add": (1 << 16, 1 << 15)})])
+
+
+def test_one_chain_declaration_gives_registration_timing_model_and_executor_settings(
+        server, ros_context):
+    from paam.ros import PicasExecutor
+
+    chain = _chain()
+    tm = chain.timing_model("detect")
+    assert (tm.chain, tm.callback_index, tm.chain_length) == ("perception", 1, 2)
+    assert (tm.period_ms, tm.deadline_ms, tm.cpu_wcet_ms, tm.segments_ms) == (100, 80, 3, [10, 4])
+    assert (tm.executor, tm.executor_cpu, tm.executor_priority, tm.executor_wait) == \
+        ("ex1", 0, 5, "suspend")
+    with chain.client("detect", socket=server.socket_path) as c:
+        assert c.priority == chain.priority
+        assert c.kernels == ["vector_add"] and c.wait == "suspend"
+    with pytest.raises(KeyError, match="no callback 'track'"):
+        chain.client("track", socket=server.socket_path)
+
+    ex = PicasExecutor(context=ros_context)
+    try:
+        assert chain.configure_executor(ex) == {"lidar": 1, "detect": 2}
+        assert ex.rt_settings == (5, 0)  # what spin_rt will apply
+    finally:
+        ex.shutdown()
+
+
+def test_synchronous_and_asynchronous_requests_inside_executor_callbacks(server, ros_context):
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    chain = _chain()
+    node = rclpy.create_node(f"chain_{uuid.uuid4().hex[:6]}", context=ros_context)
+    lidar = chain.client("lidar", socket=server.socket_path)
+    out = {}
+    timers = {}
+
+    def sync_cb():
+        timers["lidar"].cancel()
+        out["sync"] = lidar.request("spin", duration_ms=5.0)
+
+    def async_cb():
+        timers["detect"].cancel()
+        cpu_start = time.monotonic_ns()
+        fut = lidar.submit("spin", duration_ms=20.0)
+        x = 0
+        while time.monotonic_ns() - cpu_start < 60_000_000:  # CPU work that needs no result
+            x += 1
+        cpu_end = time.monotonic_ns()
+        out["async"] = fut.result(timeout_sec=10)
+        out["overlap"] = (cpu_start, cpu_end, lidar.timestamps("spin"))
+
+    timers["lidar"] = chain.bind("lidar", node.create_timer(0.01, sync_cb))
+    timers["detect"] = chain.bind("detect", node.create_timer(0.01, async_cb))
+    ex = PicasExecutor(context=ros_context)
+    ex.add_node(node)
+    chain.configure_executor(ex)
+    order = []
+    ex.on_pick = lambda entity, prio: order.append(prio)
+    time.sleep(0.03)  # both timers are ready at the first wait
+    deadline = time.monotonic() + 20
+    while len(out) < 3 and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.5)
+    lidar.close()
+    ex.shutdown()
+    node.destroy_node()
+
+    assert out["sync"] >= 5.0 and out["async"] >= 20.0
+    assert order[:2] == [2, 1], "the later stage of the chain (detect) goes first"
+    cpu_start, cpu_end, ts = out["overlap"]
+    # The accelerator segment started while the callback did its CPU work, not after it
+    # (server and test share CLOCK_MONOTONIC).
+    assert cpu_start <= ts["device_start"] < cpu_end
+
+
+def test_async_callback_awaits_a_paam_future_while_the_executor_runs_others(server, ros_context):
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+    from paam.ros import PicasExecutor, await_result
+
+    node = rclpy.create_node(f"await_{uuid.uuid4().hex[:6]}", context=ros_context)
+    client = paam.Client(priority=3, kernels=["spin"], socket=server.socket_path)
+    events = []
+    ticks = [0]
+    waiter_timer = None
+
+    async def waiter():
+        waiter_timer.cancel()
+        events.append("submitted")
+        value = await await_result(client.submit("spin", duration_ms=150.0))
+        events.append(value)
+
+    waiter_timer = node.create_timer(0.01, waiter)
+    node.create_timer(0.01, lambda: ticks.__setitem__(0, ticks[0] + 1),
+                      callback_group=MutuallyExclusiveCallbackGroup())
+    ex = PicasExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.set_callback_priority(waiter_timer, 10)
+    deadline = time.monotonic() + 20
+    while len(events) < 2 and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.5)
+    client.close()
+    ex.shutdown()
+    node.destroy_node()
+    assert events[0] == "submitted" and events[1] >= 150.0
+    assert ticks[0] >= 3, "other callbacks ran while the accelerator worked"
+
+
+def test_await_result_carries_the_paam_error(server):
+    from paam.ros import await_result
+
+    client = paam.Client(priority=3, kernels=["vector_add"], socket=server.socket_path)
+    try:
+        import numpy as np
+        fut = await_result(client.submit("vector_add", np.ones(4), np.ones(4)))
+        deadline = time.monotonic() + 10
+        while not fut.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fut.done()
+        assert list(fut.result()) == [2.0] * 4
+    finally:
+        client.close()
+    done = threading.Event()
+
+    class Failing:
+        def result(self, timeout_sec=None):
+            raise paam.ServerDied("gone")
+    fut = await_result(Failing())
+    fut.add_done_callback(lambda _f: done.set())
+    assert done.wait(5)
+    with pytest.raises(paam.ServerDied):
+        fut.result()
