@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
 def _markdown(r: dict) -> str:
     lines = [f"Machine: {r['machine']}; date {r['date']}; `{r['command']}`; wait={r['wait']}, "
              f"{r['requests']} round trips per path and size.", "",
-             "| payload (B each way) | rclpy service p50 / p99 (µs) | bridge p50 / p99 (µs) | "
+             "| vector size (B; 2 in, 1 out) | rclpy service p50 / p99 (µs) | bridge p50 / p99 (µs) | "
              "bridge / service (p50) | local shm p50 / p99 (µs) |",
              "|---:|---:|---:|---:|---:|"]
     for row in r["round_trips"]:
@@ -333,12 +333,12 @@ def _markdown(r: dict) -> str:
               "| executor | per callback p50 (µs) | priority choice per pick (µs) | "
               "outranking poll per pick (µs) | full re-poll per pick (µs) |",
               "|---|---:|---:|---:|---:|"]
-    nan = float("nan")
+    def cell(e, key):
+        return f"{e[key]:.1f}" if key in e else "–"
     for kind, e in r["executor"].items():
         lines.append(f"| {kind} | {e['per_callback_us']['p50']:.1f} | "
-                     f"{e.get('choose_us_per_pick', nan):.1f} | "
-                     f"{e.get('poll_us_per_pick', nan):.1f} | "
-                     f"{e.get('refresh_us_per_pick', nan):.1f} |")
+                     f"{cell(e, 'choose_us_per_pick')} | {cell(e, 'poll_us_per_pick')} | "
+                     f"{cell(e, 'refresh_us_per_pick')} |")
     return "\n".join(lines) + "\n"
 
 
