@@ -252,7 +252,6 @@ class RemoteClient:
     # -- registration --------------------------------------------------------------------------
 
     def _register(self, Register, KernelSpec, timing, name, timeout, cb_uuid, sys_uuid) -> None:
-        paam = _errors()
         hub = self._hub
         hub.watch_bridge(self._bridge)
         cli = hub.node.create_client(Register, wire.topic(self._bridge, "register"))

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
 

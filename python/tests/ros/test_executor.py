@@ -310,3 +310,29 @@ def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_cont
     assert executor.stats.picks < 60, executor.stats
     executor.shutdown()
     node.destroy_node()
+
+
+def test_every_triggered_callback_runs_in_every_round_highest_priority_first(ros_context):
+    """Guard conditions re-triggered round after round: none is lost or run twice."""
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    node = rclpy.create_node(f"rounds_{uuid.uuid4().hex[:8]}", context=ros_context)
+    ran: list[int] = []
+    guards = [node.create_guard_condition((lambda i: lambda: ran.append(i))(i))
+              for i in range(8)]
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    for i, g in enumerate(guards):
+        executor.set_callback_priority(g, i % 4)
+    for _ in range(5):
+        ran.clear()
+        for g in guards:
+            g.trigger()
+        for _ in range(8):
+            executor.spin_once(timeout_sec=2.0)
+        executor.spin_once(timeout_sec=0)  # nothing left: a ninth callback would be a duplicate
+        assert ran == [3, 7, 2, 6, 1, 5, 0, 4]
+    executor.shutdown()
+    node.destroy_node()
