@@ -60,6 +60,9 @@ class Backend {
   virtual int Lanes(int level) const = 0;
   // Number of accelerator units (GPUs) behind this backend (>= 1).
   virtual int Units() const { return 1; }
+  // A CPU the backend's workers own (the CPU backend's device core), which the server's other
+  // threads stay off; -1 if none.
+  virtual int ReservedCpu() const { return -1; }
 
   // Called on each worker thread before it serves requests of (unit, level, lane).
   // Real-time settings that the OS denies are reported through `note`, not as errors.

@@ -33,8 +33,13 @@ Status CpuBackend::PrepareWorker(int /*unit*/, int level, int /*lane*/, std::str
   if (levels_ > 1 || realtime_) {
     const int rank_from_bottom = levels_ - 1 - level;  // 0 for the lowest level
     std::string rt_note;
-    if (realtime_) rt_note = SetThisThreadFifo(rt_priority_base_ + rank_from_bottom);
-    if (!realtime_ || !rt_note.empty()) {
+    // The lowest (best-effort) level stays SCHED_OTHER at nice 19 when there are several: busy
+    // best-effort work at SCHED_FIFO would exhaust the kernel's real-time budget and get every
+    // real-time thread on the core throttled (measured: the critical chain stalled 27 ms once a
+    // second under sched_rt_runtime_us = 950000). FIFO levels above it still preempt it at once.
+    const bool fifo = realtime_ && (levels_ == 1 || level < levels_ - 1);
+    if (fifo) rt_note = SetThisThreadFifo(rt_priority_base_ + rank_from_bottom);
+    if (!fifo || !rt_note.empty()) {
       // Nice ladder: level 0 keeps nice 0, the lowest level gets 19.
       const int nice_value = levels_ > 1 ? (19 * level) / (levels_ - 1) : 0;
       std::string nice_note = nice_value != 0 ? SetThisThreadNice(nice_value) : "";

@@ -5,8 +5,9 @@
 // asked (1 by default). Higher levels preempt lower ones through OS priorities on that core:
 // SCHED_FIFO (base + level rank) when `realtime` is set and the OS permits; otherwise a nice
 // ladder (level 0 at nice 0, the lowest at nice 19), which the OS always permits and which gives
-// the higher level ~98% of the core under contention. The lowest level may have several lanes
-// (best-effort concurrency).
+// the higher level ~98% of the core under contention. With several levels the lowest
+// (best-effort) one stays at nice 19 even with `realtime`, so best-effort load cannot run the
+// core's real-time budget dry. The lowest level may have several lanes (best-effort concurrency).
 //
 // Thread safety: see backend.h. In direct mode (no server) Run() pins the calling thread to the
 // device core for the duration of the kernel and restores its affinity afterwards.
@@ -25,6 +26,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   int Levels() const override { return levels_; }
   int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int ReservedCpu() const override { return device_cpu_; }
 
   Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
   Status AttachRegion(RegionMemory*) override { return Status::Ok(); }

@@ -21,6 +21,17 @@ std::string PinThisThread(int cpu) {
   return "";
 }
 
+std::string KeepThisThreadOff(int cpu) {
+  if (cpu < 0) return "";
+  cpu_set_t set;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return "";
+  CPU_CLR(cpu, &set);
+  if (CPU_COUNT(&set) == 0) return "";  // the device core is the only one: share it
+  int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (rc != 0) return "cannot keep off CPU " + std::to_string(cpu) + ": " + std::strerror(rc);
+  return "";
+}
+
 std::string SetThisThreadFifo(int priority) {
   sched_param param{};
   param.sched_priority = priority;

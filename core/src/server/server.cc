@@ -202,11 +202,17 @@ Status Server::Impl::Init() {
     }
   }
   while (ready.load() < total) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  dispatcher_thread_ = std::thread([this] {
-    AddNote(PinThisThread(options_.dispatcher_cpu));
+  // The dispatcher and the control thread stay off the device core of the CPU backend: its
+  // workers may hold it with SCHED_FIFO, and a thread stranded behind them would stall.
+  const int reserved = backend_->ReservedCpu();
+  dispatcher_thread_ = std::thread([this, reserved] {
+    AddNote(options_.dispatcher_cpu >= 0 ? PinThisThread(options_.dispatcher_cpu) : KeepThisThreadOff(reserved));
     DispatcherLoop();
   });
-  control_thread_ = std::thread([this] { ControlLoop(); });
+  control_thread_ = std::thread([this, reserved] {
+    AddNote(KeepThisThreadOff(reserved));
+    ControlLoop();
+  });
   return Status::Ok();
 }
 

@@ -48,7 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", type=float, default=12.0, help="seconds per mode (default 12)")
     p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"], help="device backend (default cpu)")
-    p.add_argument("--buckets", type=int, default=3, help="paamd buckets (default 3)")
+    p.add_argument("--buckets", type=int, default=4,
+                   help="paamd buckets (default 4: one per distinct priority of the demo)")
+    p.add_argument("--no-rt", dest="rt", action="store_false",
+                   help="cpu backend: do not ask for SCHED_FIFO bucket threads (the default asks, and "
+                        "paamd falls back to a nice ladder where the OS denies it)")
     p.add_argument("--wait", default="suspend", choices=["spin", "suspend", "hybrid"])
     p.add_argument("--out", default="results/demo", help="folder for demo.json and demo.png")
     p.set_defaults(func=run)
@@ -130,8 +134,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {ch.name:<14} priority {ch.priority:>2}  {ch.kernel_ms:.0f} ms kernel {kind}")
 
     print(f"\n[1/2] through paamd ({args.buckets} buckets), {args.duration:.0f} s ...", flush=True)
-    with start_server(buckets=args.buckets, backend=args.backend, device_cpu=_device_cpu()) as srv:
+    rt = ["--rt"] if args.rt and args.backend == "cpu" else []
+    with start_server(buckets=args.buckets, backend=args.backend, device_cpu=_device_cpu(), extra_args=rt) as srv:
         served = _run_mode("paam", args, srv.socket_path)
+        notes = [line for line in srv.log().splitlines() if "denied" in line or "cannot" in line]
+    for line in notes[:2]:
+        print(f"  note: {line}")
     print(f"[2/2] direct invocation, {args.duration:.0f} s ...", flush=True)
     direct = _run_mode("direct", args, None)
 
@@ -154,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo.json").write_text(json.dumps(
-        {"backend": args.backend, "buckets": args.buckets, "wait": args.wait, "duration_s": args.duration,
+        {"backend": args.backend, "buckets": args.buckets, "rt": bool(rt), "wait": args.wait,
+         "duration_s": args.duration,
          "rows": rows, "raw_ms": {"paam": served, "direct": direct}}, indent=1))
     try:
         _plot(served, direct, out / "demo.png")
