@@ -8,14 +8,14 @@ Lifecycle: start a server (``paam serve`` or ``paamd``), then in each process cr
 from __future__ import annotations
 
 from . import errors, testing
-from .client import Client, Future, TimingModel, default_socket_path
+from .client import Client, DeviceBuffers, Future, TimingModel, default_socket_path
 from .errors import (Busy, InputTooLarge, KernelFailed, NotAdmitted, PaamError, PaamTimeout,
                      ServerDied, ServerNotRunning, UnknownKernel)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Future", "TimingModel", "default_socket_path", "errors", "testing",
+    "Client", "DeviceBuffers", "Future", "TimingModel", "default_socket_path", "errors", "testing",
     "PaamError", "ServerNotRunning", "NotAdmitted", "UnknownKernel", "InputTooLarge", "ServerDied",
     "PaamTimeout", "KernelFailed", "Busy",
 ]

@@ -11,6 +11,20 @@ Example::
 
 Thread safety: requests on different kernels may run from different threads; one kernel
 holds one request at a time (a second submit before the first completes raises Busy).
+
+Device data (CUDA IPC): a client whose data already lives on the GPU registers, per kernel,
+its device input and output buffers as CUDA IPC handles (``device_buffers=``, see
+:class:`DeviceBuffers`), then runs requests on them in place with :meth:`Client.request_device`
+or :meth:`Client.submit_device`: no host copies. The server must run the CUDA backend::
+
+    import cupy as cp, paam
+    n = 1 << 18
+    ab = cp.cuda.runtime.malloc(2 * n * 4); out = cp.cuda.runtime.malloc(n * 4)   # plain cudaMalloc
+    bufs = paam.DeviceBuffers(cp.cuda.runtime.ipcGetMemHandle(ab), 2 * n * 4,
+                              cp.cuda.runtime.ipcGetMemHandle(out), n * 4, gpu=0)
+    with paam.Client(priority=10, kernels=["vector_add"], device_buffers={"vector_add": bufs}) as c:
+        ...                                   # write a, b into ab on the GPU; synchronize the stream
+        c.request_device("vector_add", params=[n])   # -> n * 4 output bytes, now in `out`
 """
 from __future__ import annotations
 
@@ -49,6 +63,46 @@ class TimingModel:
 KernelDecls = Iterable[str] | Mapping[str, int | tuple[int, int] | None]
 
 
+@dataclass
+class DeviceBuffers:
+    """A kernel's device input and output buffers, shared with paamd through CUDA IPC.
+
+    ``input_handle``/``output_handle`` are the 64 bytes of a ``cudaIpcMemHandle_t``
+    (``cupy.cuda.runtime.ipcGetMemHandle(ptr)``, ``cudaIpcGetMemHandle``) of a device
+    allocation in this process; the buffer starts ``*_offset`` bytes into that allocation
+    (0 for a plain ``cudaMalloc``; pool allocators such as CuPy's or PyTorch's hand out pieces
+    of larger allocations, whose offset you must pass) and is ``*_bytes`` long. ``gpu`` is the
+    CUDA device ordinal of the buffers as the server numbers its GPUs (run both with the same
+    ``CUDA_VISIBLE_DEVICES``); the registration is placed on that GPU.
+
+    The server opens the handles once, at registration (refused with InvalidArgument if it does
+    not run the CUDA backend, cannot open a handle, or does not serve that GPU; InputTooLarge
+    if a buffer is larger than its allocation) and closes them when the client deregisters or
+    dies. Keep the allocations alive for as long as the client is registered.
+    """
+    input_handle: bytes
+    input_bytes: int
+    output_handle: bytes
+    output_bytes: int
+    gpu: int = 0
+    input_offset: int = 0
+    output_offset: int = 0
+
+
+def _device_decls(device_buffers: Mapping[str, "DeviceBuffers | tuple"] | None,
+                  declared: Sequence[str]) -> list[tuple[str, bytes, int, int, bytes, int, int, int]]:
+    out = []
+    for name, b in (device_buffers or {}).items():
+        if name not in declared:
+            raise UnknownKernel(f"device buffers for '{name}', which is not among the kernels "
+                                f"({', '.join(declared)})")
+        if not isinstance(b, DeviceBuffers):
+            b = DeviceBuffers(*b)
+        out.append((name, bytes(b.input_handle), int(b.input_offset), int(b.input_bytes),
+                    bytes(b.output_handle), int(b.output_offset), int(b.output_bytes), int(b.gpu)))
+    return out
+
+
 def _declarations(kernels: KernelDecls) -> list[tuple[str, int, int]]:
     out = []
     items = kernels.items() if isinstance(kernels, Mapping) else ((k, None) for k in kernels)
@@ -72,7 +126,7 @@ def default_socket_path() -> str:
 class Future:
     """The result of :meth:`Client.submit`, collected with :meth:`result`."""
 
-    def __init__(self, client: "Client", kernel: str, index: int, ctx: Any, spec: KernelSpec):
+    def __init__(self, client: "Client", kernel: str, index: int, ctx: Any, spec: KernelSpec | None):
         self._client, self.kernel, self._index, self._ctx, self._spec = client, kernel, index, ctx, spec
         self._value: Any = None
         self._error: BaseException | None = None
@@ -119,20 +173,27 @@ class Client:
     :param direct: run the kernels in this process without a server (the baseline).
     :param device_cpu: direct mode, cpu backend: the core that plays the device
         (-1: the last core, -2: do not pin).
+    :param device_buffers: kernel name -> :class:`DeviceBuffers` (or the tuple
+        ``(input_handle, input_bytes, output_handle, output_bytes, gpu)``): device buffers the
+        server runs that kernel on with :meth:`request_device`/:meth:`submit_device` (CUDA IPC,
+        server on the CUDA backend only; not in direct mode). Host requests keep working.
     """
 
     def __init__(self, priority: int = 0, kernels: KernelDecls = ("spin",), *, wait: str = "suspend",
                  socket: str | os.PathLike | None = None, timing: TimingModel | None = None,
                  name: str = "", direct: bool = False, direct_backend: str = "cpu", device_cpu: int = -1,
                  unit: int = -1, plugins: Sequence[str] = (), hybrid_spin_us: float = 20.0,
-                 connect_timeout_sec: float = 5.0):
+                 connect_timeout_sec: float = 5.0,
+                 device_buffers: Mapping[str, DeviceBuffers | tuple] | None = None):
         self._decls = _declarations(kernels)
+        device = _device_decls(device_buffers, [d[0] for d in self._decls])
         self._native = _core.Client(
             os.fspath(socket) if socket is not None else "", name or f"pid{os.getpid()}", int(priority),
             self._decls, wait, asdict(timing) if timing is not None else None, int(unit), bool(direct),
             direct_backend, int(device_cpu), list(plugins), int(hybrid_spin_us * 1000),
-            int(connect_timeout_sec * 1000))
+            int(connect_timeout_sec * 1000), device)
         self._index = {name: i for i, (name, _, _) in enumerate(self._decls)}
+        self._device_sizes = {d[0]: d[3] for d in device}
         self._wait = wait
         self._last_index: int | None = None
 
@@ -156,6 +217,32 @@ class Client:
         self._native.submit(k, nbytes, p)
         self._last_index = k
         return Future(self, kernel, k, ctx, spec)
+
+    def request_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None,
+                       timeout_sec: float | None = None) -> int:
+        """Runs ``kernel`` on its registered device buffers (CUDA IPC) and returns the number of
+        output bytes the kernel wrote into the device output buffer (its ``plan()``).
+
+        ``params`` are the kernel's integer parameters (``[n]`` for vector_add); ``input_bytes``
+        defaults to the whole device input buffer. Finish writing the input on the GPU (e.g.
+        ``cupy.cuda.Stream.null.synchronize()``) before calling: the server's stream does not
+        wait for yours. When this returns, the output is complete in device memory. Raises
+        InvalidArgument if ``kernel`` has no device buffers."""
+        k, nbytes = self._device_request(kernel, input_bytes)
+        out = self._native.call(k, nbytes, [int(x) for x in params],
+                                0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)), True)
+        self._last_index = k
+        return out
+
+    def submit_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None) -> Future:
+        """Asynchronous :meth:`request_device`: returns a :class:`Future` whose result is the
+        output byte count (the output is in device memory once the future is done)."""
+        k, nbytes = self._device_request(kernel, input_bytes)
+        if self._native.outstanding(k):
+            raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
+        self._native.submit(k, nbytes, [int(x) for x in params], True)
+        self._last_index = k
+        return Future(self, kernel, k, None, None)
 
     def input_buffer(self, kernel: str) -> np.ndarray:
         """The zero-copy input area of ``kernel`` (uint8, writable), valid until close()."""
@@ -265,5 +352,16 @@ class Client:
             raise UnknownKernel(
                 f"'{kernel}' was not declared at registration (declared: {', '.join(self._index)})") from None
 
-    def _unpack(self, k: int, nbytes: int, ctx: Any, spec: KernelSpec) -> Any:
+    def _unpack(self, k: int, nbytes: int, ctx: Any, spec: KernelSpec | None) -> Any:
+        if spec is None:  # device data: the output is in the device buffer
+            return nbytes
         return spec.unpack(self._native.output_view(k)[:nbytes], ctx)
+
+    def _device_request(self, kernel: str, input_bytes: int | None) -> tuple[int, int]:
+        k = self._lookup(kernel)[0]
+        if not self._native.has_device_buffers(k):
+            from .errors import InvalidArgument
+            raise InvalidArgument(f"'{kernel}' was registered without device_buffers")
+        if input_bytes is None:
+            input_bytes = self._device_sizes[kernel]
+        return k, int(input_bytes)

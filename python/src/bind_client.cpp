@@ -10,6 +10,8 @@
 
 #include <time.h>
 
+#include <cstring>
+
 #include "paam/client.h"
 
 namespace nb = nanobind;
@@ -50,18 +52,51 @@ paam::TimingModel TimingFromDict(const nb::dict& d) {
   return t;
 }
 
+// (kernel, input handle, input offset, input bytes, output handle, output offset, output bytes, gpu)
+using DeviceDecl = std::tuple<std::string, nb::bytes, uint64_t, uint64_t, nb::bytes, uint64_t, uint64_t, int>;
+
+paam::IpcHandle HandleFrom(const nb::bytes& b, const std::string& kernel, const char* what) {
+  if (b.size() != paam::kIpcHandleBytes) {
+    Raise(paam::Status(paam::Errc::kInvalidArgument,
+                       "device buffers of '" + kernel + "': the " + what + " handle must be " +
+                           std::to_string(paam::kIpcHandleBytes) + " bytes (cudaIpcMemHandle_t), got " +
+                           std::to_string(b.size())));
+  }
+  paam::IpcHandle h{};
+  std::memcpy(h.data(), b.c_str(), h.size());
+  return h;
+}
+
 class PyClient {
  public:
   PyClient(const std::string& socket_path, const std::string& name, uint32_t priority,
            const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& kernels, const std::string& wait,
            std::optional<nb::dict> timing, int unit, bool direct, const std::string& direct_backend,
            int direct_device_cpu, const std::vector<std::string>& plugins, uint64_t hybrid_spin_ns,
-           int connect_timeout_ms) {
+           int connect_timeout_ms, const std::vector<DeviceDecl>& device) {
     paam::ClientOptions o;
     o.socket_path = socket_path;
     o.name = name;
     o.priority = priority;
-    for (const auto& [k, in, out] : kernels) o.kernels.push_back({k, in, out});
+    for (const auto& [k, in, out] : kernels) o.kernels.push_back({k, in, out, std::nullopt});
+    for (const auto& [k, ih, ioff, ibytes, oh, ooff, obytes, gpu] : device) {
+      paam::DeviceBuffers d;
+      d.input_handle = HandleFrom(ih, k, "input");
+      d.input_offset = ioff;
+      d.input_bytes = ibytes;
+      d.output_handle = HandleFrom(oh, k, "output");
+      d.output_offset = ooff;
+      d.output_bytes = obytes;
+      d.gpu = gpu;
+      bool found = false;
+      for (auto& decl : o.kernels) {
+        if (decl.name == k) {
+          decl.device = d;
+          found = true;
+        }
+      }
+      if (!found) Raise(paam::Status(paam::Errc::kUnknownKernel, "device buffers for '" + k + "', which is not declared"));
+    }
     auto w = paam::ParseWaitMode(wait);
     if (!w) Raise(paam::Status(paam::Errc::kInvalidArgument, "wait must be 'spin', 'suspend' or 'hybrid', got '" + wait + "'"));
     o.wait = *w;
@@ -113,10 +148,10 @@ void BindClient(nb::module_& m) {
       .def(nb::init<const std::string&, const std::string&, uint32_t,
                     const std::vector<std::tuple<std::string, uint64_t, uint64_t>>&, const std::string&,
                     std::optional<nb::dict>, int, bool, const std::string&, int, const std::vector<std::string>&,
-                    uint64_t, int>(),
+                    uint64_t, int, const std::vector<DeviceDecl>&>(),
            "socket_path"_a, "name"_a, "priority"_a, "kernels"_a, "wait"_a, "timing"_a.none(), "unit"_a,
            "direct"_a, "direct_backend"_a, "direct_device_cpu"_a, "plugins"_a, "hybrid_spin_ns"_a,
-           "connect_timeout_ms"_a)
+           "connect_timeout_ms"_a, "device"_a = std::vector<DeviceDecl>{})
       .def("close", &PyClient::close)
       .def_prop_ro("closed", &PyClient::closed)
       .def("kernel_index", [](PyClient& c, const std::string& name) { return c.get().KernelIndex(name); })
@@ -144,7 +179,8 @@ void BindClient(nb::module_& m) {
           "k"_a, "uint8 view of kernel k's output area (valid until the next request on k or close()).")
       .def(
           "call",
-          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, uint64_t timeout_ns) {
+          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, uint64_t timeout_ns,
+             bool device) {
             uint64_t p[4];
             ParamsFrom(params, p);
             uint64_t out = 0;
@@ -152,26 +188,29 @@ void BindClient(nb::module_& m) {
             paam::Client& client = c.get();
             {
               nb::gil_scoped_release release;
-              st = client.Call(k, input_bytes, p, &out, timeout_ns);
+              st = device ? client.CallDevice(k, input_bytes, p, &out, timeout_ns)
+                          : client.Call(k, input_bytes, p, &out, timeout_ns);
             }
             Check(st);
             return out;
           },
-          "k"_a, "input_bytes"_a, "params"_a, "timeout_ns"_a = 0)
+          "k"_a, "input_bytes"_a, "params"_a, "timeout_ns"_a = 0, "device"_a = false,
+          "device=True runs on the device buffers declared at registration (CUDA IPC).")
       .def(
           "submit",
-          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params) {
+          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, bool device) {
             uint64_t p[4];
             ParamsFrom(params, p);
             paam::Status st;
             paam::Client& client = c.get();
             {
               nb::gil_scoped_release release;  // direct mode runs the kernel here
-              st = client.Submit(k, input_bytes, p);
+              st = device ? client.SubmitDevice(k, input_bytes, p) : client.Submit(k, input_bytes, p);
             }
             Check(st);
           },
-          "k"_a, "input_bytes"_a, "params"_a)
+          "k"_a, "input_bytes"_a, "params"_a, "device"_a = false)
+      .def("has_device_buffers", [](PyClient& c, int k) { return c.get().HasDeviceBuffers(k); })
       .def(
           "wait",
           [](PyClient& c, int k, uint64_t timeout_ns) {

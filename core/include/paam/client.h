@@ -35,7 +35,8 @@ struct ClientOptions {
   std::string socket_path;          // default: DefaultSocketPath() (see paamd --help)
   std::string name;                 // shown in the server's log
   uint32_t priority = 0;            // chain priority, larger = more critical
-  std::vector<KernelDecl> kernels;  // kernels this callback will use, with max sizes
+  std::vector<KernelDecl> kernels;  // kernels this callback will use, with max sizes and,
+                                    // optionally, device buffers (CUDA IPC; server mode only)
   WaitMode wait = WaitMode::kSuspend;
   std::optional<TimingModel> timing;  // for admission control; none = best-effort
   Uuid callback_uuid{};             // all zero: a random one is drawn
@@ -87,6 +88,17 @@ class Client {
   // Queues a request for kernel k whose input is already in Input(k). kBusy if one is
   // outstanding for k. In direct mode the kernel runs before Submit returns.
   Status Submit(int k, uint64_t input_bytes, const uint64_t params[4]);
+  // Device data (CUDA IPC): like Submit/Call, but the kernel runs on the device buffers
+  // declared for k at registration (KernelDecl::device) instead of Input(k)/Output(k): no
+  // host copies. The client must have finished writing the input buffer on the GPU (e.g.
+  // synchronized its stream) before submitting; the output is in the device output buffer
+  // when Wait returns OK. kInvalidArgument if k has no device buffers; kInputTooLarge if
+  // input_bytes exceeds the device input buffer. Server mode only.
+  Status SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4]);
+  Status CallDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
+                    uint64_t timeout_ns = 0);
+  // True when k was registered with device buffers.
+  bool HasDeviceBuffers(int k) const;
   // Waits for the outstanding request of kernel k. On a timeout the request stays outstanding
   // and Wait may be called again.
   Status Wait(int k, uint64_t* output_bytes, uint64_t timeout_ns = 0);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,12 +28,35 @@ using Uuid = std::array<uint8_t, 16>;
 Uuid RandomUuid();
 std::string UuidToString(const Uuid& uuid);
 
+// Bytes of a CUDA IPC memory handle (cudaIpcMemHandle_t).
+inline constexpr size_t kIpcHandleBytes = 64;
+using IpcHandle = std::array<uint8_t, kIpcHandleBytes>;
+
+// Device buffers a client already holds on a GPU, shared with the server through CUDA IPC
+// (docs/gpu.md, "Device data"). Each handle comes from cudaIpcGetMemHandle on a device
+// allocation; the buffer starts `*_offset` bytes into that allocation (0 for a plain cudaMalloc;
+// pool allocators hand out pieces of larger allocations) and is `*_bytes` long. `gpu` is the
+// CUDA device ordinal the buffers live on, as the server numbers its GPUs (same
+// CUDA_VISIBLE_DEVICES on both sides). The server opens the handles once at registration and
+// closes them when the registration ends.
+struct DeviceBuffers {
+  IpcHandle input_handle{};
+  uint64_t input_offset = 0;
+  uint64_t input_bytes = 0;
+  IpcHandle output_handle{};
+  uint64_t output_offset = 0;
+  uint64_t output_bytes = 0;
+  int32_t gpu = 0;
+};
+
 // A kernel a callback will use, with the largest input and output it will ever pass.
-// The server sizes the (callback, kernel) shared-memory region from these.
+// The server sizes the (callback, kernel) shared-memory region from these. `device`, when
+// set, also lets requests run on the client's own device buffers (Client::SubmitDevice).
 struct KernelDecl {
   std::string name;
   uint64_t max_input_bytes = 0;
   uint64_t max_output_bytes = 0;
+  std::optional<DeviceBuffers> device;
 };
 
 // Optional timing model of the registering callback, used by admission control.

@@ -14,11 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "kernels/registry.h"
 #include "paam/status.h"
+#include "paam/types.h"
 
 namespace paam {
 
@@ -32,6 +34,14 @@ struct RegionMemory {
   uint64_t mapping_bytes = 0;
   int device_index = 0;        // which unit of the backend serves this region
   void* backend_state = nullptr;  // owned by the backend (device buffers, ...)
+  // Device buffers the client shares through CUDA IPC (registration; the server's private
+  // copy, never re-read from shared memory). Only the CUDA backend accepts them: AttachRegion
+  // opens the handles and sets device_input/device_output (the buffers, offsets applied),
+  // DetachRegion closes them and clears both. Requests with KernelCall::device_data run on
+  // these, bounded by device->input_bytes / device->output_bytes.
+  std::optional<DeviceBuffers> device;
+  void* device_input = nullptr;
+  void* device_output = nullptr;
 };
 
 // One kernel invocation, validated already (KernelEntry::Plan succeeded).
@@ -41,6 +51,9 @@ struct KernelCall {
   uint64_t input_bytes = 0;
   uint64_t output_bytes = 0;
   uint64_t params[PAAM_MAX_PARAMS] = {0, 0, 0, 0};
+  // Run on region->device_input/device_output (opened CUDA IPC buffers) in place: no copies.
+  // The caller checked that the region has them and that the sizes fit.
+  bool device_data = false;
 };
 
 // Device-side timestamps of one run, CLOCK_MONOTONIC nanoseconds.
@@ -60,6 +73,9 @@ class Backend {
   virtual int Lanes(int level) const = 0;
   // Number of accelerator units (GPUs) behind this backend (>= 1).
   virtual int Units() const { return 1; }
+  // The unit that serves device (GPU ordinal) `device`, or -1 when none does (or the backend
+  // has no GPUs). Used to place a registration with device buffers on their GPU.
+  virtual int UnitOfDevice(int /*device*/) const { return -1; }
   // A CPU the backend's workers own (the CPU backend's device core), which the server's other
   // threads stay off; -1 if none.
   virtual int ReservedCpu() const { return -1; }
@@ -68,7 +84,8 @@ class Backend {
   // Real-time settings that the OS denies are reported through `note`, not as errors.
   virtual Status PrepareWorker(int unit, int level, int lane, std::string* note) = 0;
 
-  // Registration-time preparation of a region (pinning, device buffers). Never on the hot path.
+  // Registration-time preparation of a region (pinning, device buffers, opening the client's
+  // CUDA IPC handles when region->device is set). Never on the hot path.
   virtual Status AttachRegion(RegionMemory* region) = 0;
   virtual void DetachRegion(RegionMemory* region) = 0;
 

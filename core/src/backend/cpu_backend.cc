@@ -52,7 +52,17 @@ Status CpuBackend::PrepareWorker(int /*unit*/, int level, int /*lane*/, std::str
   return Status::Ok();
 }
 
+Status CpuBackend::AttachRegion(RegionMemory* region) {
+  if (region != nullptr && region->device.has_value()) {
+    return Status(Errc::kInvalidArgument,
+                  "device buffers (CUDA IPC handles) need the cuda backend; this one is 'cpu' and cannot reach "
+                  "GPU memory: send host data instead, or start paamd with --backend cuda");
+  }
+  return Status::Ok();
+}
+
 Status CpuBackend::Run(const KernelCall& call, int level, int /*lane*/, DeviceTimes* times) {
+  if (call.device_data) return Status(Errc::kInvalidArgument, "the cpu backend has no device data");
   paam_kernel_args args{};
   args.input = call.region->input;
   args.input_bytes = call.input_bytes;

@@ -29,7 +29,8 @@ class CpuBackend final : public Backend {
   int ReservedCpu() const override { return device_cpu_; }
 
   Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
-  Status AttachRegion(RegionMemory*) override { return Status::Ok(); }
+  // Refuses regions with device buffers (CUDA IPC): the CPU device cannot reach GPU memory.
+  Status AttachRegion(RegionMemory* region) override;
   void DetachRegion(RegionMemory*) override {}
   Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
 

@@ -30,7 +30,7 @@ int paam_client_connect(const paam_client_options* o, paam_client** out, char* e
   if (o->name != nullptr) options.name = o->name;
   options.priority = o->priority;
   for (uint32_t i = 0; i < o->kernel_count; ++i) {
-    options.kernels.push_back({o->kernel_names[i], o->max_input_bytes[i], o->max_output_bytes[i]});
+    options.kernels.push_back({o->kernel_names[i], o->max_input_bytes[i], o->max_output_bytes[i], std::nullopt});
   }
   if (o->wait_mode < 0 || o->wait_mode > 2) {
     return Report(paam::Status(paam::Errc::kInvalidArgument, "wait_mode must be PAAM_WAIT_*"), err, err_len);

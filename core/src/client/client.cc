@@ -33,6 +33,8 @@ struct RegionView {
   uint64_t output_capacity = 0;
   uint64_t sequence = 0;
   bool outstanding = false;
+  std::optional<DeviceBuffers> device;  // declared device buffers (CUDA IPC), server mode
+  bool last_device = false;             // the outstanding request runs on the device buffers
   // direct mode: the region as the in-process backend sees it (attached once at connect)
   RegionMemory direct_memory;
   const KernelEntry* direct_kernel = nullptr;
@@ -72,6 +74,7 @@ class Client::Impl {
     return reply.server_pid > 0 && kill(reply.server_pid, 0) != 0 && errno == ESRCH;
   }
   Status Finish(RegionView& r, uint64_t* output_bytes);
+  Status SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device);
 };
 
 Status Client::Impl::ConnectServer() {
@@ -141,6 +144,7 @@ Status Client::Impl::ConnectServer() {
     r.input_capacity = r.header->input_capacity;
     r.output = base + r.header->output_offset;
     r.output_capacity = r.header->output_capacity;
+    r.device = options.kernels[i].device;
   }
   return Status::Ok();  // fds close here; the mappings stay
 }
@@ -160,6 +164,13 @@ Status Client::Impl::ConnectDirect() {
   backend = std::move(b.value());
   // Direct mode runs on the caller's thread: no worker preparation beyond the backend's own.
   regions.resize(options.kernels.size());
+  for (size_t i = 0; i < options.kernels.size(); ++i) {
+    const KernelDecl& k = options.kernels[i];
+    if (k.device) {
+      return Status(Errc::kInvalidArgument, "kernel '" + k.name + "' declares device buffers (CUDA IPC handles): "
+                                            "those are for a paamd in another process; direct mode runs in this one");
+    }
+  }
   for (size_t i = 0; i < options.kernels.size(); ++i) {
     const KernelDecl& k = options.kernels[i];
     RegionView& r = regions[i];
@@ -212,7 +223,8 @@ Status Client::Impl::Finish(RegionView& r, uint64_t* output_bytes) {
     text[sizeof(text) - 1] = '\0';
     return Status(code, text);
   }
-  if (out > r.output_capacity) return Status(Errc::kProtocolError, "server reported more output than the region holds");
+  const uint64_t out_capacity = r.last_device && r.device ? r.device->output_bytes : r.output_capacity;
+  if (out > out_capacity) return Status(Errc::kProtocolError, "server reported more output than the region holds");
   if (output_bytes != nullptr) *output_bytes = out;
   return Status::Ok();
 }
@@ -284,21 +296,46 @@ Status Client::Call(int k, uint64_t input_bytes, const uint64_t params[4], uint6
 }
 
 Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4]) {
-  Status st = impl_->CheckIndex(k);
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/false);
+}
+
+Status Client::SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4]) {
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/true);
+}
+
+Status Client::CallDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
+                          uint64_t timeout_ns) {
+  Status st = SubmitDevice(k, input_bytes, params);
   if (!st.ok()) return st;
-  RegionView& r = impl_->regions[static_cast<size_t>(k)];
+  return Wait(k, output_bytes, timeout_ns);
+}
+
+bool Client::HasDeviceBuffers(int k) const {
+  return impl_->CheckIndex(k).ok() && impl_->regions[static_cast<size_t>(k)].device.has_value();
+}
+
+Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device) {
+  Status st = CheckIndex(k);
+  if (!st.ok()) return st;
+  RegionView& r = regions[static_cast<size_t>(k)];
   if (r.outstanding) {
     return Status(Errc::kBusy, "a request for '" + r.kernel + "' is outstanding; wait for it before submitting another");
   }
-  if (input_bytes > r.input_capacity) {
+  if (device && !r.device) {
+    return Status(Errc::kInvalidArgument, "'" + r.kernel + "' was registered without device buffers");
+  }
+  const uint64_t capacity = device ? r.device->input_bytes : r.input_capacity;
+  if (input_bytes > capacity) {
     return Status(Errc::kInputTooLarge, "input of " + std::to_string(input_bytes) + " bytes exceeds the " +
-                                            std::to_string(r.input_capacity) + " declared for '" + r.kernel + "'");
+                                            std::to_string(capacity) + (device ? " of the device buffer" : "") +
+                                            " declared for '" + r.kernel + "'");
   }
   const uint64_t now = NowNs();
   ++r.sequence;
   r.outstanding = true;
+  r.last_device = device;
 
-  if (impl_->backend) {  // direct mode: run here and now
+  if (backend) {  // direct mode: run here and now
     KernelCall call;
     call.kernel = r.direct_kernel;
     call.input_bytes = input_bytes;
@@ -312,7 +349,7 @@ Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4]) {
     }
     DeviceTimes t;
     if (r.direct_status.ok()) {
-      r.direct_status = impl_->backend->Run(call, 0, 0, &t);
+      r.direct_status = backend->Run(call, 0, 0, &t);
       if (r.direct_status.ok()) r.direct_output_bytes = call.output_bytes;
     }
     const uint64_t end = NowNs();
@@ -322,21 +359,22 @@ Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4]) {
 
   shm::RequestDescriptor d{};
   d.region = static_cast<uint32_t>(k);
+  d.flags = device ? shm::kFlagDeviceData : 0;
   d.sequence = r.sequence;
   d.input_bytes = input_bytes;
   std::memcpy(d.params, params, sizeof(d.params));
   d.submit_ns = now;
   r.header->state.store(shm::kPending, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(impl_->ring_mu);
-    shm::ChannelHeader* ch = impl_->channel;
+    std::lock_guard<std::mutex> lock(ring_mu);
+    shm::ChannelHeader* ch = channel;
     const uint64_t head = ch->head.load(std::memory_order_relaxed);
     std::memcpy(&ch->slots[head % shm::kRingCapacity], &d, sizeof(d));
     ch->head.store(head + 1, std::memory_order_release);  // SYNC POINT: producer
   }
   // SYNC POINT: bump the doorbell, then wake the dispatcher only if it sleeps.
-  impl_->doorbell->ring.fetch_add(1, std::memory_order_seq_cst);
-  if (impl_->doorbell->sleeping.load(std::memory_order_seq_cst) != 0) FutexWake(&impl_->doorbell->ring, 1);
+  doorbell->ring.fetch_add(1, std::memory_order_seq_cst);
+  if (doorbell->sleeping.load(std::memory_order_seq_cst) != 0) FutexWake(&doorbell->ring, 1);
   return Status::Ok();
 }
 

@@ -87,6 +87,17 @@ std::vector<uint8_t> Encode(const RegisterRequest& m) {
     w.PutString(k.name);
     w.Put<uint64_t>(k.max_input_bytes);
     w.Put<uint64_t>(k.max_output_bytes);
+    w.Put<uint8_t>(k.device.has_value() ? 1 : 0);
+    if (k.device) {
+      const DeviceBuffers& d = *k.device;
+      for (uint8_t b : d.input_handle) w.Put<uint8_t>(b);
+      w.Put<uint64_t>(d.input_offset);
+      w.Put<uint64_t>(d.input_bytes);
+      for (uint8_t b : d.output_handle) w.Put<uint8_t>(b);
+      w.Put<uint64_t>(d.output_offset);
+      w.Put<uint64_t>(d.output_bytes);
+      w.Put<int32_t>(d.gpu);
+    }
   }
   w.Put<uint8_t>(m.timing.has_value() ? 1 : 0);
   if (m.timing) {
@@ -185,6 +196,20 @@ Result<RegisterRequest> DecodeRegisterRequest(const uint8_t* data, size_t size) 
     r.Get(&k.max_input_bytes);
     r.Get(&k.max_output_bytes);
     if (r.ok() && !ValidName(k.name)) return Status(Errc::kUnknownKernel, "invalid kernel name '" + k.name + "'");
+    uint8_t has_device = 0;
+    r.Get(&has_device);
+    if (has_device > 1) return Malformed("device buffers flag");
+    if (has_device) {
+      DeviceBuffers d;
+      for (auto& b : d.input_handle) r.Get(&b);
+      r.Get(&d.input_offset);
+      r.Get(&d.input_bytes);
+      for (auto& b : d.output_handle) r.Get(&b);
+      r.Get(&d.output_offset);
+      r.Get(&d.output_bytes);
+      r.Get(&d.gpu);
+      k.device = d;
+    }
   }
   uint8_t has_timing = 0;
   r.Get(&has_timing);

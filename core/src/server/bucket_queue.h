@@ -31,6 +31,7 @@ struct QueueEntry {
   uint64_t params[4] = {0, 0, 0, 0};
   uint64_t submit_ns = 0;
   uint64_t dequeue_ns = 0;
+  bool device_data = false;  // shm::kFlagDeviceData, validated against the region's registration
 };
 
 class BucketQueue {

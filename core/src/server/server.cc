@@ -304,22 +304,33 @@ bool Server::Impl::DrainSession(Session* s) {
     char err[shm::kErrorTextBytes];
     Errc code = Errc::kOk;
     uint64_t out_bytes = 0;
-    if (d.flags != 0 || d.reserved != 0) {
+    // The flag is checked against the server's private record of the region, and the sizes
+    // against the buffers declared at registration: host areas, or the device buffers.
+    const bool device_data = (d.flags & shm::kFlagDeviceData) != 0;
+    const bool has_device = r->memory.device.has_value() && r->memory.device_input != nullptr;
+    const uint64_t in_cap = device_data && has_device ? r->memory.device->input_bytes : r->memory.input_capacity;
+    const uint64_t out_cap = device_data && has_device ? r->memory.device->output_bytes : r->memory.output_capacity;
+    const char* where = device_data ? "device buffer" : "size";
+    if ((d.flags & ~shm::kKnownFlags) != 0 || d.reserved != 0) {
       code = Errc::kProtocolError;
-      std::snprintf(err, sizeof(err), "descriptor has nonzero reserved fields");
-    } else if (d.input_bytes > r->memory.input_capacity) {
+      std::snprintf(err, sizeof(err), "descriptor has unknown flags (0x%x) or nonzero reserved fields", d.flags);
+    } else if (device_data && !has_device) {
+      code = Errc::kInvalidArgument;
+      std::snprintf(err, sizeof(err), "device-data request for '%s', whose registration has no device buffers",
+                    r->kernel->name.c_str());
+    } else if (d.input_bytes > in_cap) {
       code = Errc::kInputTooLarge;
-      std::snprintf(err, sizeof(err), "input of %llu bytes exceeds the %llu declared for '%s' at registration",
-                    static_cast<unsigned long long>(d.input_bytes),
-                    static_cast<unsigned long long>(r->memory.input_capacity), r->kernel->name.c_str());
+      std::snprintf(err, sizeof(err), "input of %llu bytes exceeds the %s of %llu declared for '%s' at registration",
+                    static_cast<unsigned long long>(d.input_bytes), where,
+                    static_cast<unsigned long long>(in_cap), r->kernel->name.c_str());
     } else if (r->kernel->plan(d.params, d.input_bytes, &out_bytes, err, sizeof(err)) != PAAM_KERNEL_OK) {
       code = Errc::kInvalidArgument;
       err[sizeof(err) - 1] = '\0';
-    } else if (out_bytes > r->memory.output_capacity) {
+    } else if (out_bytes > out_cap) {
       code = Errc::kOutputTooLarge;
-      std::snprintf(err, sizeof(err), "output of %llu bytes exceeds the %llu declared for '%s' at registration",
-                    static_cast<unsigned long long>(out_bytes),
-                    static_cast<unsigned long long>(r->memory.output_capacity), r->kernel->name.c_str());
+      std::snprintf(err, sizeof(err), "output of %llu bytes exceeds the %s of %llu declared for '%s' at registration",
+                    static_cast<unsigned long long>(out_bytes), where,
+                    static_cast<unsigned long long>(out_cap), r->kernel->name.c_str());
     }
     if (code == Errc::kOk) {
       QueueEntry e;
@@ -333,6 +344,7 @@ bool Server::Impl::DrainSession(Session* s) {
       std::memcpy(e.params, d.params, sizeof(e.params));
       e.submit_ns = d.submit_ns;
       e.dequeue_ns = now;
+      e.device_data = device_data;
       r->in_flight.store(true, std::memory_order_relaxed);
       s->in_flight.fetch_add(1, std::memory_order_relaxed);
       if (queue.TryPush(e)) continue;
@@ -404,6 +416,7 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane) {
   call.input_bytes = e.input_bytes;
   call.output_bytes = e.output_bytes;
   std::memcpy(call.params, e.params, sizeof(call.params));
+  call.device_data = e.device_data;
   DeviceTimes times;
   Status st = backend_->Run(call, bucket, lane, &times);
   ts.device_start = times.start_ns;
@@ -540,6 +553,7 @@ Status Server::Impl::BuildRegions(Session* s, const wire::RegisterRequest& req, 
     r->memory.output = base + layout.output_offset;
     r->memory.output_capacity = k.max_output_bytes;
     r->memory.device_index = s->unit;
+    r->memory.device = k.device;
     Status st = backend_->AttachRegion(&r->memory);
     if (!st.ok()) return st;
     reply->regions.push_back({k.name, r->kernel->id, k.max_input_bytes, k.max_output_bytes, layout.mapping_bytes});
@@ -590,8 +604,36 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
     for (double a : req.timing->segments_ms) sum += a;
     s->utilization = sum / req.timing->period_ms;
   }
-  // Unit placement: the client's choice, else worst fit (least loaded unit).
-  if (req.unit >= 0) {
+  // Device buffers (CUDA IPC) pin the registration to their GPU: one GPU for all of them,
+  // served by this paamd's CUDA backend.
+  int device_unit = -1;
+  for (const KernelDecl& k : req.kernels) {
+    if (!k.device) continue;
+    if (backend_->name() != "cuda") {
+      return refuse(Errc::kInvalidArgument, "kernel '" + k.name + "' brings device buffers (CUDA IPC handles), but "
+                                            "this paamd runs the '" + std::string(backend_->name()) +
+                                            "' backend; start it with --backend cuda or send host data");
+    }
+    const int u = backend_->UnitOfDevice(k.device->gpu);
+    if (u < 0) {
+      return refuse(Errc::kInvalidArgument, "kernel '" + k.name + "' has device buffers on GPU " +
+                                                std::to_string(k.device->gpu) + ", which this paamd does not serve");
+    }
+    if (device_unit >= 0 && u != device_unit) {
+      return refuse(Errc::kInvalidArgument, "device buffers of one registration must live on one GPU");
+    }
+    if (req.unit >= 0 && req.unit != u) {
+      return refuse(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " was asked for, but kernel '" +
+                                                k.name + "' has its device buffers on GPU " +
+                                                std::to_string(k.device->gpu) + " (unit " + std::to_string(u) +
+                                                "); name that unit or none");
+    }
+    device_unit = u;
+  }
+  // Unit placement: the device buffers' GPU, else the client's choice, else worst fit.
+  if (device_unit >= 0) {
+    s->unit = device_unit;
+  } else if (req.unit >= 0) {
     if (req.unit >= units_) {
       return refuse(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " does not exist (this server has " +
                                                 std::to_string(units_) + ")");
@@ -622,7 +664,7 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
     admission_->Remove(s->id);
     for (auto& r : s->regions) backend_->DetachRegion(&r->memory);
     s->regions.clear();
-    return refuse(st.code(), "cannot allocate shared memory: " + st.message());
+    return refuse(st.code(), "cannot set up the regions: " + st.message());
   }
   reply.client_id = s->id;
   reply.unit = static_cast<uint32_t>(s->unit);

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "backend/cpu_backend.h"
 #include "common/clock.h"
 #include "common/futex.h"
 #include "paam/c_api.h"
@@ -306,6 +307,135 @@ TEST(CApi, ConnectCallAndErrors) {
             static_cast<int>(Errc::kInputTooLarge));
   EXPECT_STREQ(paam_error_name(static_cast<int>(Errc::kInputTooLarge)), "input_too_large");
   paam_client_close(c);
+}
+
+
+// --- Device data (CUDA IPC) on a server without it: everything is refused, with a reason ---
+
+DeviceBuffers SomeDeviceBuffers() {
+  DeviceBuffers d;
+  d.input_handle.fill(0xab);
+  d.output_handle.fill(0xcd);
+  d.input_bytes = 64;
+  d.output_bytes = 64;
+  d.gpu = 0;
+  return d;
+}
+
+// Registers raw (no Client), publishes one descriptor with `flags` and returns the completion.
+struct RawCompletion {
+  uint32_t state = 0;
+  Errc status = Errc::kOk;
+  std::string error;
+};
+RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
+  RawCompletion out;
+  auto sock = ConnectUnix(server.socket_path());
+  EXPECT_TRUE(sock.ok());
+  if (!sock.ok()) return out;
+  wire::RegisterRequest req;
+  req.version = shm::kProtocolVersion;
+  req.chain_priority = 3;
+  req.kernels = {{"vector_add", 64, 64, std::nullopt}};
+  EXPECT_TRUE(SendMessage(sock->get(), wire::Encode(req)).ok());
+  std::vector<uint8_t> bytes;
+  std::vector<UniqueFd> fds;
+  EXPECT_TRUE(RecvMessage(sock->get(), &bytes, &fds, 2000).ok());
+  auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
+  EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk && fds.size() == 3);
+  if (!reply.ok() || fds.size() != 3) return out;
+  auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes);
+  auto ch = Mapping::Map(fds[1].get(), reply->channel_bytes);
+  auto rg = Mapping::Map(fds[2].get(), reply->regions[0].mapping_bytes);
+  EXPECT_TRUE(db.ok() && ch.ok() && rg.ok());
+  auto* h = rg->as<shm::RegionHeader>();
+  auto* in = reinterpret_cast<float*>(static_cast<uint8_t*>(rg->data()) + h->input_offset);
+  in[0] = 1;
+  in[1] = 2;
+  shm::RequestDescriptor d{};
+  d.region = 0;
+  d.flags = flags;
+  d.sequence = 1;
+  d.input_bytes = 8;
+  d.params[0] = 1;
+  d.submit_ns = NowNs();
+  h->state.store(shm::kPending);
+  auto* channel = ch->as<shm::ChannelHeader>();
+  std::memcpy(&channel->slots[0], &d, sizeof(d));
+  channel->head.store(1, std::memory_order_release);
+  auto* bell = db->as<shm::DoorbellHeader>();
+  bell->ring.fetch_add(1);
+  FutexWake(&bell->ring);
+  for (int i = 0; i < 2000 && h->state.load() == shm::kPending; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  out.state = h->state.load();
+  out.status = static_cast<Errc>(h->status);
+  out.error = h->error;
+  return out;
+}
+
+TEST(DeviceData, FlagIsRefusedForARegionRegisteredWithoutDeviceBuffers) {
+  auto server = StartServer();
+  RawCompletion c = RawRequestWithFlags(*server, shm::kFlagDeviceData);
+  EXPECT_EQ(c.state, shm::kFailed);
+  EXPECT_EQ(c.status, Errc::kInvalidArgument);
+  EXPECT_NE(c.error.find("no device buffers"), std::string::npos) << c.error;
+  RawCompletion host = RawRequestWithFlags(*server, 0);
+  EXPECT_EQ(host.state, shm::kDone) << "the same request on host data is served: " << host.error;
+  RawCompletion unknown = RawRequestWithFlags(*server, 0x4);
+  EXPECT_EQ(unknown.state, shm::kFailed);
+  EXPECT_EQ(unknown.status, Errc::kProtocolError) << "unknown flag bits are a protocol error";
+  // The client library refuses before anything is sent.
+  auto client = Connect(*server, 1, {{"vector_add", 64, 64}});
+  ASSERT_NE(client, nullptr);
+  EXPECT_FALSE(client->HasDeviceBuffers(0));
+  uint64_t params[4] = {1, 0, 0, 0};
+  EXPECT_EQ(client->SubmitDevice(0, 8, params).code(), Errc::kInvalidArgument);
+  std::vector<float> out;
+  EXPECT_TRUE(VectorAdd(*client, {1}, {2}, &out).ok()) << "the refused submit left nothing outstanding";
+}
+
+TEST(DeviceData, CpuServerRefusesRegistrationsWithDeviceBuffers) {
+  auto server = StartServer();
+  ClientOptions o;
+  o.socket_path = server->socket_path();
+  o.kernels = {{"vector_add", 64, 64, SomeDeviceBuffers()}};
+  auto c = Client::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Errc::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("--backend cuda"), std::string::npos) << c.status().message();
+  EXPECT_EQ(server->Stats().active_clients, 0u);
+  auto ok = Connect(*server, 1, {{"vector_add", 64, 64}});
+  EXPECT_NE(ok, nullptr) << "the server keeps serving";
+}
+
+TEST(DeviceData, CpuBackendRefusesRegionsWithIpcHandles) {
+  BackendOptions bo;
+  bo.device_cpu = -2;
+  CpuBackend backend(bo, /*direct=*/false);
+  std::vector<uint8_t> area(128);
+  RegionMemory m;
+  m.input = area.data();
+  m.input_capacity = 64;
+  m.output = area.data() + 64;
+  m.output_capacity = 64;
+  EXPECT_TRUE(backend.AttachRegion(&m).ok()) << "host regions are fine";
+  m.device = SomeDeviceBuffers();
+  Status st = backend.AttachRegion(&m);
+  EXPECT_EQ(st.code(), Errc::kInvalidArgument);
+  EXPECT_NE(st.message().find("cuda backend"), std::string::npos) << st.message();
+  EXPECT_EQ(backend.UnitOfDevice(0), -1);
+}
+
+TEST(DeviceData, DirectModeRefusesDeviceBuffers) {
+  ClientOptions o;
+  o.direct = true;
+  o.direct_device_cpu = -2;
+  o.kernels = {{"vector_add", 64, 64, SomeDeviceBuffers()}};
+  auto c = Client::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Errc::kInvalidArgument);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 
 namespace paam::shm {
 
-inline constexpr uint32_t kProtocolVersion = 1;   // do not reuse
+inline constexpr uint32_t kProtocolVersion = 2;   // do not reuse (2: device buffers, kFlagDeviceData)
 inline constexpr uint32_t kDoorbellMagic = 0x50444231;  // "PDB1"
 inline constexpr uint32_t kChannelMagic = 0x50434831;   // "PCH1"
 inline constexpr uint32_t kRegionMagic = 0x50524731;    // "PRG1"
@@ -31,10 +31,16 @@ inline constexpr uint32_t kRingCapacity = 64;     // descriptors per channel; po
 inline constexpr uint32_t kMaxKernelsPerClient = kRingCapacity;  // one region per kernel
 inline constexpr size_t kErrorTextBytes = 160;
 
+// RequestDescriptor::flags bits. Any other bit set is a protocol error.
+// kFlagDeviceData: run on the device buffers registered for this region (CUDA IPC), not on the
+// region's host areas; allowed only for regions registered with device buffers.
+inline constexpr uint32_t kFlagDeviceData = 1u;
+inline constexpr uint32_t kKnownFlags = kFlagDeviceData;
+
 // A request, as the client writes it into its channel. 72 bytes, like the paper's.
 struct RequestDescriptor {
   uint32_t region;        // index of the region (kernel) in this registration
-  uint32_t flags;         // reserved, must be 0
+  uint32_t flags;         // kFlag* bits; 0 = host data
   uint64_t sequence;      // client's request number; echoed in the region on completion
   uint64_t input_bytes;   // bytes of input written into the region's input area
   uint64_t params[4];     // kernel scalar parameters (see kernel_abi.h)

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <mutex>
 #include <cstring>
@@ -80,6 +81,7 @@ enum class WaitKind {
 };
 
 using WriteValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 
 // Device buffers and pinned host ranges of one region.
 struct RegionState {
@@ -89,6 +91,7 @@ struct RegionState {
   uint64_t input_capacity = 0;
   uint64_t output_capacity = 0;
   void* pinned[2] = {nullptr, nullptr};  // host ranges this backend registered (to unregister)
+  void* ipc[2] = {nullptr, nullptr};     // opened CUDA IPC allocations (input, output), to close
 };
 
 class CudaBackend final : public Backend {
@@ -102,6 +105,12 @@ class CudaBackend final : public Backend {
   int Levels() const override { return levels_; }
   int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
   int Units() const override { return static_cast<int>(units_.size()); }
+  int UnitOfDevice(int device) const override {
+    for (size_t i = 0; i < units_.size(); ++i) {
+      if (units_[i].ordinal == device) return static_cast<int>(i);
+    }
+    return -1;
+  }
 
   Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
   Status AttachRegion(RegionMemory* region) override;
@@ -135,6 +144,22 @@ class CudaBackend final : public Backend {
   cudaError_t Wait(Lane* lane) const;
   Status SetUpFlags(Unit* unit);
   Result<RegionState*> ImplicitState(const RegionMemory& region);
+  // Opens (or shares an already opened) CUDA IPC allocation on GPU `ordinal` and checks that
+  // [offset, offset + bytes) lies inside it. Returns the allocation's base. Registration only.
+  Result<void*> OpenIpc(const IpcHandle& handle, int ordinal, uint64_t offset, uint64_t bytes, const char* what);
+  void CloseIpc(void* base);
+
+  // CUDA IPC allocations this process has opened, reference-counted: a handle may be opened
+  // only once per process, and one allocation may back several buffers or regions.
+  struct OpenedIpc {
+    IpcHandle handle;
+    int ordinal;
+    void* base;
+    int refs;
+  };
+  std::mutex ipc_mu_;
+  std::vector<OpenedIpc> ipc_;  // GUARDED_BY(ipc_mu_)
+  AddressRangeFn address_range_ = nullptr;  // cuMemGetAddressRange, resolved at Init
 
   // Regions that reached Run() without AttachRegion() (a caller that builds a fresh
   // RegionMemory per call, as direct mode may): attached on first use, keyed by their host
@@ -229,6 +254,17 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
     }
   }
   best_effort_lanes_ = std::max(1, options.best_effort_lanes);
+  {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess && fn != nullptr) {
+      address_range_ = reinterpret_cast<AddressRangeFn>(fn);
+    } else {
+      cudaGetLastError();
+    }
+  }
 
   // The usable number of levels is the smallest range over the chosen GPUs.
   int least = 0, greatest = 0, device_levels = 1 << 30;
@@ -367,8 +403,112 @@ Status CudaBackend::AttachRegion(RegionMemory* region) {
                     "cudaMalloc of " + std::to_string(st->input_capacity + st->output_capacity) +
                         " bytes on GPU " + std::to_string(st->ordinal), e);
   }
+  if (region->device) {
+    // The client's own device buffers (CUDA IPC): opened here, once, never on the hot path.
+    const DeviceBuffers& d = *region->device;
+    Status bad;
+    if (d.gpu != st->ordinal) {
+      bad = Status(Errc::kInvalidArgument, "cuda: device buffers live on GPU " + std::to_string(d.gpu) +
+                                               " but the region is placed on GPU " + std::to_string(st->ordinal));
+    }
+    if (bad.ok()) {
+      auto in = OpenIpc(d.input_handle, st->ordinal, d.input_offset, d.input_bytes, "input");
+      if (in.ok()) {
+        st->ipc[0] = in.value();
+        auto out = OpenIpc(d.output_handle, st->ordinal, d.output_offset, d.output_bytes, "output");
+        if (out.ok()) {
+          st->ipc[1] = out.value();
+        } else {
+          bad = out.status();
+        }
+      } else {
+        bad = in.status();
+      }
+    }
+    if (!bad.ok()) {
+      for (void*& p : st->ipc) {
+        if (p != nullptr) CloseIpc(p);
+        p = nullptr;
+      }
+      cleanup();
+      return bad;
+    }
+    region->device_input = static_cast<char*>(st->ipc[0]) + d.input_offset;
+    region->device_output = static_cast<char*>(st->ipc[1]) + d.output_offset;
+  }
   region->backend_state = st.release();
   return Status::Ok();
+}
+
+Result<void*> CudaBackend::OpenIpc(const IpcHandle& handle, int ordinal, uint64_t offset, uint64_t bytes,
+                                   const char* what) {
+  std::lock_guard<std::mutex> lock(ipc_mu_);
+  void* base = nullptr;
+  OpenedIpc* entry = nullptr;
+  for (OpenedIpc& o : ipc_) {
+    if (o.handle == handle && o.ordinal == ordinal) entry = &o;
+  }
+  if (entry != nullptr) {
+    base = entry->base;
+  } else {
+    cudaIpcMemHandle_t h;
+    static_assert(sizeof(h) == kIpcHandleBytes, "cudaIpcMemHandle_t is 64 bytes");
+    std::memcpy(&h, handle.data(), sizeof(h));
+    DeviceGuard guard(ordinal);
+    cudaError_t e = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return Status(Errc::kInvalidArgument, std::string("cuda: cannot open the ") + what +
+                                                " buffer's IPC handle on GPU " + std::to_string(ordinal) + ": " +
+                                                CudaText(e) + " (a handle from cudaIpcGetMemHandle of a live "
+                                                "allocation in another process is needed)");
+    }
+  }
+  // The buffer must lie inside the allocation the handle stands for.
+  if (address_range_ != nullptr) {
+    CUdeviceptr alloc_base = 0;
+    size_t alloc_size = 0;
+    CUresult r = address_range_(&alloc_base, &alloc_size, reinterpret_cast<CUdeviceptr>(base));
+    Status bad;
+    if (r != CUDA_SUCCESS) {
+      bad = Status(Errc::kInvalidArgument, std::string("cuda: cannot size the ") + what +
+                                               " buffer's allocation (cuMemGetAddressRange error " +
+                                               std::to_string(static_cast<int>(r)) + ")");
+    } else {
+      const uint64_t avail = alloc_size - (reinterpret_cast<CUdeviceptr>(base) - alloc_base);
+      if (offset > avail || bytes > avail - offset) {
+        bad = Status(Errc::kInputTooLarge, std::string("cuda: the ") + what + " buffer declares " +
+                                               std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                                               " but its allocation holds " + std::to_string(avail) + " bytes");
+      }
+    }
+    if (!bad.ok()) {
+      if (entry == nullptr) {
+        DeviceGuard guard(ordinal);
+        cudaIpcCloseMemHandle(base);
+      }
+      return bad;
+    }
+  }
+  if (entry != nullptr) {
+    ++entry->refs;
+  } else {
+    ipc_.push_back(OpenedIpc{handle, ordinal, base, 1});
+  }
+  return base;
+}
+
+void CudaBackend::CloseIpc(void* base) {
+  std::lock_guard<std::mutex> lock(ipc_mu_);
+  for (auto it = ipc_.begin(); it != ipc_.end(); ++it) {
+    if (it->base != base) continue;
+    if (--it->refs == 0) {
+      DeviceGuard guard(it->ordinal);
+      cudaIpcCloseMemHandle(it->base);
+      ipc_.erase(it);
+    }
+    return;
+  }
 }
 
 void CudaBackend::DetachRegion(RegionMemory* region) {
@@ -382,8 +522,13 @@ void CudaBackend::DetachRegion(RegionMemory* region) {
       if (p != nullptr) cudaHostUnregister(p);
     }
   }
+  for (void* p : st->ipc) {
+    if (p != nullptr) CloseIpc(p);
+  }
   delete st;
   region->backend_state = nullptr;
+  region->device_input = nullptr;
+  region->device_output = nullptr;
 }
 
 cudaError_t CudaBackend::Wait(Lane* l) const {
@@ -444,8 +589,25 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   if (call.kernel->run_cuda == nullptr) {
     return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name + "' has no CUDA version");
   }
-  if (call.input_bytes > st->input_capacity) return Status(Errc::kInputTooLarge, "cuda: input exceeds region");
-  if (call.output_bytes > st->output_capacity) return Status(Errc::kOutputTooLarge, "cuda: output exceeds region");
+  void* d_input = st->d_input;
+  void* d_output = st->d_output;
+  const bool copy = !call.device_data;
+  if (call.device_data) {  // the client's own device buffers, opened at AttachRegion: no copies
+    if (!region->device || region->device_input == nullptr || region->device_output == nullptr) {
+      return Status(Errc::kInvalidArgument, "cuda: region has no device buffers");
+    }
+    if (call.input_bytes > region->device->input_bytes) {
+      return Status(Errc::kInputTooLarge, "cuda: input exceeds the device buffer");
+    }
+    if (call.output_bytes > region->device->output_bytes) {
+      return Status(Errc::kOutputTooLarge, "cuda: output exceeds the device buffer");
+    }
+    d_input = region->device_input;
+    d_output = region->device_output;
+  } else {
+    if (call.input_bytes > st->input_capacity) return Status(Errc::kInputTooLarge, "cuda: input exceeds region");
+    if (call.output_bytes > st->output_capacity) return Status(Errc::kOutputTooLarge, "cuda: output exceeds region");
+  }
 
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess || current != st->ordinal) {
@@ -454,14 +616,16 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   cudaStream_t s = l->stream;
   cudaError_t e = cudaSuccess;
-  if (call.input_bytes > 0) e = cudaMemcpyAsync(st->d_input, region->input, call.input_bytes, cudaMemcpyHostToDevice, s);
+  if (copy && call.input_bytes > 0) {
+    e = cudaMemcpyAsync(d_input, region->input, call.input_bytes, cudaMemcpyHostToDevice, s);
+  }
   if (e == cudaSuccess) e = cudaEventRecord(l->kernel_begin, s);
   int krc = PAAM_KERNEL_OK;
   if (e == cudaSuccess) {
     paam_kernel_args args{};
-    args.input = st->d_input;
+    args.input = d_input;
     args.input_bytes = call.input_bytes;
-    args.output = st->d_output;
+    args.output = d_output;
     args.output_bytes = call.output_bytes;
     std::memcpy(args.params, call.params, sizeof(args.params));
     args.device = PAAM_DEVICE_CUDA;
@@ -473,8 +637,8 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   if (e == cudaSuccess && krc == PAAM_KERNEL_OK) {
     e = cudaEventRecord(l->kernel_end, s);
-    if (e == cudaSuccess && call.output_bytes > 0) {
-      e = cudaMemcpyAsync(region->output, st->d_output, call.output_bytes, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess && copy && call.output_bytes > 0) {
+      e = cudaMemcpyAsync(region->output, d_output, call.output_bytes, cudaMemcpyDeviceToHost, s);
     }
   }
   // Whatever happened, wait for what was enqueued: the buffers must be idle when Run returns.

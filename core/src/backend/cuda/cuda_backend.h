@@ -11,7 +11,10 @@
 // Data plane: AttachRegion page-locks the region's mapping (cudaHostRegister) and allocates its
 // device input/output buffers on the region's GPU once; Run copies input in, runs the kernel and
 // copies output out asynchronously on the lane's stream, then waits for that stream work only.
-// Run allocates nothing on success. A region that reaches Run without AttachRegion (a caller
+// Run allocates nothing on success. A region registered with device buffers
+// (RegionMemory::device, CUDA IPC) has them opened here too, once (cudaIpcOpenMemHandle,
+// reference-counted per allocation, closed by DetachRegion); a KernelCall with device_data runs
+// the kernel on them in place, with no copies. A region that reaches Run without AttachRegion (a caller
 // that builds a fresh RegionMemory per call) is attached implicitly on first use, keyed by its
 // host areas, and released with the backend; AttachRegion remains the way to avoid that first
 // request's cost. Waiting polls an event (spin, lowest latency, one core per
