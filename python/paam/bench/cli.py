@@ -17,3 +17,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         gpu = None
     if gpu is not None:
         gpu.register(bench_sub)
+    from . import gpu_ipc  # imports CuPy only when run
+    gpu_ipc.register(bench_sub)

@@ -102,12 +102,24 @@ def run(args: argparse.Namespace) -> dict:
     return result
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=3000)
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--payloads", type=int, nargs="+", default=[8, 1 << 20])
     p.add_argument("--out", default="results/gpu_ipc")
+
+
+def register(bench_sub: argparse._SubParsersAction) -> None:
+    """``paam bench gpu-ipc``: device data (CUDA IPC) versus host data through paamd."""
+    p = bench_sub.add_parser("gpu-ipc", help="round trip with device data (CUDA IPC) vs host data (needs CuPy)",
+                             description=__doc__.splitlines()[0])
+    _add_arguments(p)
+    p.set_defaults(func=lambda args: run(args) and 0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    _add_arguments(p)
     run(p.parse_args())
 
 
