@@ -231,7 +231,14 @@ void Server::Impl::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
-  // Clients see their sockets hang up when sessions_ is destroyed.
+  // Nothing runs any more: give every region back to the backend (pinned memory, device
+  // buffers, IPC handles), then unmap. Clients see their sockets hang up.
+  for (auto& [fd, s] : sessions_) {
+    for (auto& r : s->regions) backend_->DetachRegion(&r->memory);
+  }
+  for (auto& s : dying_) {
+    for (auto& r : s->regions) backend_->DetachRegion(&r->memory);
+  }
   sessions_.clear();
   dying_.clear();
   if (listen_fd_.valid()) unlink(options_.socket_path.c_str());
