@@ -18,6 +18,7 @@ _COMMAND_MODULES = [
     "paam.bench.cli",
     "paam.analysis.cli",
     "paam.ros.cli",
+    "paam.eval.cli",
 ]
 
 

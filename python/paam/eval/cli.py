@@ -1,0 +1,31 @@
+"""``paam eval <experiment>``: the evaluation experiments of issue 6 (see docs/evaluation.md).
+
+Each experiment is one command that runs the workload, writes raw data (CSV/JSON/NPZ), draws
+its figures (PNG) and prints a summary table into ``results/eval/<name>/``. ``--quick`` is the
+CI smoke scale; ``--backend cuda`` with the default sizes is the full run for a GPU machine.
+Registering imports neither ROS 2 nor matplotlib.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# experiment name -> (module, one-line help)
+EXPERIMENTS = {
+    "wait-strategies": ("paam.eval.wait_strategies",
+                        "spin / suspend / hybrid clients vs direct invocation (COSMIC study)"),
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "eval", help="evaluation experiments (paper figures) into results/eval/",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    sub.required = True
+    for name, (module, helptext) in EXPERIMENTS.items():
+        mod = importlib.import_module(module)
+        s = sub.add_parser(name, help=helptext, description=mod.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(s)
+        s.set_defaults(func=mod.run)

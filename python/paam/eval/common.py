@@ -1,0 +1,292 @@
+"""What every evaluation experiment shares: output folders, the machine description, summary
+statistics, tables, CPU placement, real-time knobs with their fallback, and a CPU stressor.
+
+Nothing here imports rclpy or matplotlib at import time.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def out_dir(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_meta(backend: str = "cpu", argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Where and when a run happened: written into every result file."""
+    meta = {
+        "date": dt.date.today().isoformat(),
+        "nproc": os.cpu_count(),
+        "cpu": cpu_model(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "backend": backend,
+        "command": "paam " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    if backend == "cuda":
+        try:
+            gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip()
+            meta["gpu"] = gpu or "unknown"
+        except (OSError, subprocess.SubprocessError):
+            meta["gpu"] = "unknown"
+    try:
+        meta["loadavg_at_start"] = os.getloadavg()[0]
+    except OSError:
+        pass
+    return meta
+
+
+def machine_line(meta: dict[str, Any]) -> str:
+    gpu = f", GPU {meta['gpu']}" if meta.get("gpu") else ""
+    return (f"{meta['cpu']}, {meta['nproc']} CPUs{gpu}, Linux {meta['kernel']}, "
+            f"{meta['backend']} backend, {meta['date']}")
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(_clean(data), indent=1))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        return _clean(value.item())
+    return value
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows of dicts (same keys) as CSV; floats with 3 decimals."""
+    if not rows:
+        path.write_text("")
+        return
+    keys = list(rows[0])
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([f"{r[k]:.3f}" if isinstance(r[k], float) else r[k] for k in keys])
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+
+def summarize(values: Iterable[float] | np.ndarray) -> dict[str, float]:
+    """min / mean / p50 / p99 / p99.9 / max, COSMIC's jitter figures, and the sample count.
+
+    ``avg_jitter`` is the mean absolute deviation from the mean (COSMIC's "average jitter": a
+    bimodal distribution raises it); ``p2v`` is the peak-to-valley jitter, max − min.
+    """
+    a = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
+    if a.size == 0:
+        nan = float("nan")
+        return {"n": 0, "min": nan, "mean": nan, "p50": nan, "p99": nan, "p999": nan,
+                "max": nan, "std": nan, "avg_jitter": nan, "p2v": nan}
+    mean = float(a.mean())
+    lo, hi = float(a.min()), float(a.max())
+    p50, p99, p999 = (float(x) for x in np.percentile(a, [50, 99, 99.9]))
+    return {"n": int(a.size), "min": lo, "mean": mean, "p50": p50, "p99": p99, "p999": p999,
+            "max": hi, "std": float(a.std()), "avg_jitter": float(np.abs(a - mean).mean()),
+            "p2v": hi - lo}
+
+
+def table(rows: list[list[str]], right: Iterable[int] = ()) -> str:
+    """A plain-text table, first row the header."""
+    right = set(right)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for n, row in enumerate(rows):
+        out.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
+                             for i, c in enumerate(row)).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def fmt(x: float, digits: int = 1) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+
+
+# -- CPU placement ------------------------------------------------------------------------------
+
+
+def device_cpu() -> int:
+    """The core that plays the accelerator on the CPU backend: the last one (as `paam demo`)."""
+    return (os.cpu_count() or 1) - 1
+
+
+def host_cpus(backend: str) -> list[int]:
+    """Cores left for client processes: every core but the device core on the CPU backend."""
+    n = os.cpu_count() or 1
+    if backend == "cpu" and n > 1:
+        return [c for c in range(n) if c != device_cpu()]
+    return list(range(n))
+
+
+def map_cpu(cpu: int, cpus: Sequence[int]) -> int:
+    """A CPU index of a configuration written for a bigger machine, mapped onto ``cpus``:
+    unchanged when it exists there, else ``cpus[(cpu - first) mod len(cpus)]``."""
+    if cpu in cpus:
+        return cpu
+    return cpus[(cpu - min(2, cpu)) % len(cpus)]
+
+
+def pin_this_thread(cpus: Iterable[int]) -> bool:
+    try:
+        os.sched_setaffinity(0, set(cpus))
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def apply_priority(rt_priority: int | None, mode: str = "auto") -> str:
+    """Give the calling thread an OS priority and say what it got.
+
+    ``mode``: ``fifo`` (SCHED_FIFO ``rt_priority`` or nothing), ``nice`` (nice value mapped from
+    the RT priority: 90 → -20, one step per priority level, at most 0), ``auto`` (fifo when
+    permitted, else nice: the fallback for machines that deny SCHED_FIFO), ``none``.
+    """
+    if rt_priority is None or mode == "none":
+        return "SCHED_OTHER nice 0"
+    if mode in ("fifo", "auto"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(rt_priority)))
+            return f"SCHED_FIFO {rt_priority}"
+        except (OSError, AttributeError) as err:
+            if mode == "fifo":
+                return f"SCHED_FIFO {rt_priority} denied ({err}); SCHED_OTHER"
+    nice = nice_for(rt_priority)
+    try:
+        # On Linux, PRIO_PROCESS with the thread id sets one thread's nice value.
+        os.setpriority(os.PRIO_PROCESS, threading_native_id(), nice)
+        return f"nice {nice} (fallback)" if mode == "auto" else f"nice {nice}"
+    except OSError as err:
+        return f"nice {nice} denied ({err}); nice 0"
+
+
+def nice_for(rt_priority: int) -> int:
+    return max(-20, min(0, -20 + (90 - int(rt_priority))))
+
+
+def threading_native_id() -> int:
+    import threading
+    return threading.get_native_id()
+
+
+# -- load ---------------------------------------------------------------------------------------
+
+
+def _stress_main(cpu: int, stop_at: float) -> None:
+    """A stress-ng-like mix on one core: arithmetic, memory churn (cache and TLB), and short
+    sleeps (timer events and scheduler work)."""
+    pin_this_thread([cpu])
+    buf = np.empty(8 << 20, dtype=np.uint8)  # 8 MiB: larger than a core's share of the LLC
+    i = 0
+    x = 1.0
+    while time.monotonic() < stop_at:
+        i += 1
+        for _ in range(2000):
+            x = x * 1.0000001 + 1e-9
+        buf[(i * 4096) % buf.size::4096] += 1
+        if i % 8 == 0:
+            time.sleep(0.0002)
+
+
+@contextlib.contextmanager
+def stress(cpus: Sequence[int], per_cpu: int = 2, max_sec: float = 3600.0) -> Iterator[list[int]]:
+    """Busy processes (``per_cpu`` per core) on ``cpus`` while the block runs; stress-ng's
+    ``--cpu --vm --timer`` mix when stress-ng is installed, else a built-in Python stressor."""
+    procs: list[Any] = []
+    stop_at = time.monotonic() + max_sec
+    exe = _which("stress-ng")
+    try:
+        for cpu in cpus:
+            if exe:
+                procs.append(subprocess.Popen(
+                    ["taskset", "-c", str(cpu), exe, "--cpu", str(per_cpu), "--vm", "1",
+                     "--vm-bytes", "32M", "--timer", "1", "-t", f"{int(max_sec)}s", "-q"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            else:
+                ctx = mp.get_context("spawn")
+                for _ in range(per_cpu):
+                    p = ctx.Process(target=_stress_main, args=(cpu, stop_at), daemon=True)
+                    p.start()
+                    procs.append(p)
+        yield [p.pid for p in procs]
+    finally:
+        for p in procs:
+            if isinstance(p, subprocess.Popen):
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            else:
+                p.terminate()
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+
+
+def stress_tool() -> str:
+    return "stress-ng (--cpu 2 --vm 1 --timer 1 per core)" if _which("stress-ng") else \
+        "built-in stressor (2 processes per core: arithmetic, 8 MiB memory churn, 0.2 ms sleeps)"
+
+
+def _which(name: str) -> str | None:
+    import shutil
+    return shutil.which(name)
+
+
+# -- plotting -----------------------------------------------------------------------------------
+
+
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+COLORS = {"ROS 2": "#e8a04c", "PiCAS": "#8c6bb1", "PAAM": "#4c9be8", "bound": "#333333"}
+
+
+def save(fig, path: Path, dpi: int = 100) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    import matplotlib.pyplot as plt
+    plt.close(fig)

@@ -1,0 +1,289 @@
+"""``paam eval wait-strategies``: how a client waits for the accelerator (the COSMIC study).
+
+A pipeline of ``--units`` processing units shares one device. Every ``--period-ms`` a frame is
+released to all units at once (the camera); each unit runs one kernel of ``--kernel-ms`` on the
+device and waits for it. Five ways to do that:
+
+* ``paam-spin``, ``paam-suspend``, ``paam-hybrid``: each unit is a process with a
+  ``paam.Client`` of that wait mode; paamd runs the kernels (one context on a GPU);
+* ``direct-processes``: each unit is a process that runs its kernels itself (direct invocation,
+  one context per process on a GPU: the driver time-slices them);
+* ``direct-threads``: the units are threads of one process running their kernels themselves
+  (one context).
+
+Per request (submit to result, as the unit sees it) and per frame (first submit to last
+result): mean execution time (MET), maximum measured execution time (MMET), average jitter
+(mean absolute deviation from MET), peak-to-valley jitter (MMET − min), percentiles; histograms
+and execution profiles (every iteration's time in order). Writes ``summary.csv``,
+``summary.json``, ``raw/<config>.npz`` (per-iteration start/end/device ns of every unit),
+``histograms.png`` and ``profiles.png``.
+
+On the CPU backend one core plays the device (paamd's workers, or the direct kernels, are
+pinned there) and the units run on the other cores.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from paam.eval import common
+
+CONFIGS = ("paam-spin", "paam-suspend", "paam-hybrid", "direct-processes", "direct-threads")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--iterations", type=int, default=1_000_000,
+                   help="frames per configuration (default 1000000, the COSMIC study's count)")
+    p.add_argument("--units", type=int, default=2, help="units sharing the device (default 2)")
+    p.add_argument("--kernel-ms", type=float, default=0.25,
+                   help="device time of each unit's kernel, the 'spin' kernel (default 0.25, "
+                        "COSMIC's matrix-vector product)")
+    p.add_argument("--period-ms", type=float, default=0.0,
+                   help="frame period (default: 2 x units x kernel + 0.5 ms)")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="frames dropped at the start (default: 1%%, at least 20)")
+    p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of "
+                   + ", ".join(CONFIGS))
+    p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--hybrid-spin-us", type=float, default=20.0,
+                   help="spin window of the hybrid wait (default 20)")
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke scale: 300 frames, 2 units")
+    p.add_argument("--out", default="results/eval/wait-strategies")
+
+
+# -- the units ----------------------------------------------------------------------------------
+
+
+def _unit_loop(config: str, unit: int, cfg: dict, socket: str | None, start_at: float,
+               out: dict) -> None:
+    import paam
+    direct = config.startswith("direct")
+    wait = config.split("-", 1)[1] if not direct else "suspend"
+    n = cfg["frames"]
+    period = cfg["period_ms"] / 1e3
+    start = np.zeros(n, dtype=np.int64)
+    end = np.zeros(n, dtype=np.int64)
+    dev = np.zeros(n, dtype=np.int64)
+    with paam.Client(priority=10, kernels=["spin"], wait=wait, socket=socket,
+                     name=f"{config}-u{unit}", direct=direct, direct_backend=cfg["backend"],
+                     device_cpu=cfg["device_cpu"], hybrid_spin_us=cfg["hybrid_spin_us"]) as c:
+        kernel_ms = cfg["kernel_ms"]
+        c.request("spin", duration_ms=kernel_ms)  # first-use costs (page faults, JIT) out
+        mono = time.monotonic
+        sleep = time.sleep
+        request = c.request
+        stamps = c.timestamps
+        for i in range(n):
+            release = start_at + i * period
+            left = release - mono()
+            if left > 0:
+                sleep(left)
+            t0 = time.monotonic_ns()
+            request("spin", duration_ms=kernel_ms)
+            t1 = time.monotonic_ns()
+            ts = stamps("spin")
+            start[i], end[i] = t0, t1
+            dev[i] = ts["device_end"] - ts["device_start"]
+    out[unit] = (start, end, dev)
+
+
+def _worker_main(config: str, units: list[int], cfg: dict, socket: str | None, start_at: float,
+                 path: str, client_cpus: list[int]) -> None:
+    """One process: its units as threads (one unit unless direct-threads)."""
+    common.pin_this_thread(client_cpus)
+    out: dict = {}
+    errors: list[str] = []
+
+    def run(u: int) -> None:
+        try:
+            _unit_loop(config, u, cfg, socket, start_at, out)
+        except Exception as exc:  # noqa: BLE001 - reported by the parent
+            errors.append(f"unit {u}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=run, args=(u,)) for u in units]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        Path(path + ".err").write_text("\n".join(errors))
+        return
+    np.savez(path, **{f"u{u}_{k}": arr for u, (s, e, d) in out.items()
+                      for k, arr in (("start", s), ("end", e), ("dev", d))})
+
+
+def run_config(config: str, cfg: dict, socket: str | None, tmp: str) -> dict[int, dict]:
+    ctx = mp.get_context("spawn")
+    k = cfg["units"]
+    groups = [list(range(k))] if config == "direct-threads" else [[u] for u in range(k)]
+    # Start time far enough ahead for every process to start and register.
+    start_at = time.monotonic() + 1.5 + 0.3 * len(groups)
+    procs, paths = [], []
+    for g, units in enumerate(groups):
+        path = os.path.join(tmp, f"{config}-{g}.npz")
+        paths.append(path)
+        p = ctx.Process(target=_worker_main,
+                        args=(config, units, cfg, socket, start_at, path, cfg["client_cpus"]))
+        p.start()
+        procs.append(p)
+    budget = 60 + cfg["frames"] * cfg["period_ms"] / 1e3 * 3
+    for p in procs:
+        p.join(budget)
+        if p.is_alive():
+            p.kill()
+            raise SystemExit(f"{config}: a unit did not finish within {budget:.0f} s")
+    data: dict[int, dict] = {}
+    for path in paths:
+        if os.path.exists(path + ".err"):
+            raise SystemExit(f"{config} failed: {Path(path + '.err').read_text()}")
+        with np.load(path) as z:
+            for name in z.files:
+                u, kind = name[1:].split("_")
+                data.setdefault(int(u), {})[kind] = z[name]
+    return data
+
+
+# -- analysis -----------------------------------------------------------------------------------
+
+
+def analyse(data: dict[int, dict], warmup: int) -> dict:
+    units = sorted(data)
+    exec_us = np.concatenate([(data[u]["end"] - data[u]["start"])[warmup:] / 1e3 for u in units])
+    dev_us = np.concatenate([data[u]["dev"][warmup:] / 1e3 for u in units])
+    starts = np.stack([data[u]["start"][warmup:] for u in units])
+    ends = np.stack([data[u]["end"][warmup:] for u in units])
+    frame_us = (ends.max(axis=0) - starts.min(axis=0)) / 1e3
+    return {"request": common.summarize(exec_us), "frame": common.summarize(frame_us),
+            "device": common.summarize(dev_us)}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.quick:
+        args.iterations = min(args.iterations, 300)
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    bad = [c for c in configs if c not in CONFIGS]
+    if bad:
+        raise SystemExit(f"unknown configuration(s) {bad}; choose from {', '.join(CONFIGS)}")
+    if args.units < 1 or args.iterations < 1:
+        raise SystemExit("--units and --iterations must be at least 1")
+    period = args.period_ms or (2 * args.units * args.kernel_ms + 0.5)
+    warmup = args.warmup or max(20, args.iterations // 100)
+    warmup = min(warmup, args.iterations // 2)
+    cfg = {"frames": args.iterations, "units": args.units, "kernel_ms": args.kernel_ms,
+           "period_ms": period, "backend": args.backend, "hybrid_spin_us": args.hybrid_spin_us,
+           "device_cpu": common.device_cpu() if args.backend == "cpu" else -2,
+           "client_cpus": common.host_cpus(args.backend)}
+    out = common.out_dir(args.out)
+    meta = common.machine_meta(args.backend)
+    est = len(configs) * args.iterations * period / 1e3
+    print(f"paam eval wait-strategies: {args.units} units x {args.kernel_ms} ms kernel every "
+          f"{period:.2f} ms, {args.iterations} frames per configuration (about {est:.0f} s)\n"
+          f"  {common.machine_line(meta)}; units on CPUs {cfg['client_cpus']}"
+          + (f", device core {cfg['device_cpu']}" if args.backend == "cpu" else ""), flush=True)
+
+    from paam.testing import start_server
+    results, raw = {}, {}
+    with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
+        for i, config in enumerate(configs, 1):
+            print(f"[{i}/{len(configs)}] {config} ...", flush=True)
+            if config.startswith("paam"):
+                extra = []
+                with start_server(buckets=1, backend=args.backend,
+                                  device_cpu=cfg["device_cpu"] if args.backend == "cpu" else None,
+                                  extra_args=extra) as srv:
+                    data = run_config(config, cfg, srv.socket_path, tmp)
+            else:
+                data = run_config(config, cfg, None, tmp)
+            raw[config] = data
+            results[config] = analyse(data, warmup)
+            np.savez_compressed(common.out_dir(out / "raw") / f"{config}.npz",
+                                **{f"u{u}_{k}": v for u, d in data.items() for k, v in d.items()})
+
+    rows = []
+    for config, r in results.items():
+        for scope in ("request", "frame"):
+            s = r[scope]
+            rows.append({"config": config, "scope": scope, "n": s["n"], "met_us": s["mean"],
+                         "mmet_us": s["max"], "min_us": s["min"], "avg_jitter_us": s["avg_jitter"],
+                         "p2v_us": s["p2v"], "p50_us": s["p50"], "p99_us": s["p99"],
+                         "p999_us": s["p999"]})
+    common.write_csv(out / "summary.csv", rows)
+    common.write_json(out / "summary.json", {"meta": meta, "params": {**cfg, "warmup": warmup},
+                                             "results": results})
+    text = render(results, meta, cfg, warmup)
+    (out / "summary.txt").write_text(text)
+    print("\n" + text)
+    try:
+        plot_histograms(raw, warmup, out / "histograms.png", cfg)
+        plot_profiles(raw, warmup, out / "profiles.png", cfg)
+        print(f"wrote {out}/summary.csv, summary.json, summary.txt, histograms.png, profiles.png, raw/")
+    except Exception as exc:  # noqa: BLE001 - the table is the main output
+        print(f"wrote {out}/summary.* and raw/ (no plots: {exc})")
+    return 0
+
+
+def render(results: dict, meta: dict, cfg: dict, warmup: int) -> str:
+    head = [f"Wait strategies: {cfg['units']} units, {cfg['kernel_ms']} ms kernel, period "
+            f"{cfg['period_ms']:.2f} ms, {cfg['frames'] - warmup} frames after {warmup} warm-up",
+            f"{common.machine_line(meta)}", ""]
+    rows = [["configuration", "MET us", "MMET us", "min us", "avg jitter", "P2V us", "p99 us",
+             "frame MET", "frame MMET", "kernel us"]]
+    for config, r in results.items():
+        q, f, d = r["request"], r["frame"], r["device"]
+        rows.append([config, common.fmt(q["mean"]), common.fmt(q["max"]), common.fmt(q["min"]),
+                     common.fmt(q["avg_jitter"]), common.fmt(q["p2v"]), common.fmt(q["p99"]),
+                     common.fmt(f["mean"]), common.fmt(f["max"]), common.fmt(d["mean"])])
+    notes = ["", "per request: submit to result in the unit; frame: first submit to last result;",
+             "avg jitter = mean |t - MET|; P2V = MMET - min; kernel = device time the backend "
+             "measured (mean)"]
+    return "\n".join(head) + common.table(rows, right=range(1, 10)) + "\n" + "\n".join(notes) + "\n"
+
+
+def _exec_us(data: dict, warmup: int) -> list[np.ndarray]:
+    return [(data[u]["end"] - data[u]["start"])[warmup:] / 1e3 for u in sorted(data)]
+
+
+def plot_histograms(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
+    plt = common.pyplot()
+    n = len(raw)
+    fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
+    allv = np.concatenate([np.concatenate(_exec_us(d, warmup)) for d in raw.values()])
+    hi = float(np.percentile(allv, 99.9)) * 1.3
+    lo = float(allv.min()) * 0.9
+    bins = np.linspace(lo, hi, 120)
+    for ax, (config, data) in zip(axes[:, 0], raw.items()):
+        v = np.concatenate(_exec_us(data, warmup))
+        ax.hist(np.clip(v, lo, hi), bins=bins, color="#4c9be8" if config.startswith("paam")
+                else "#e8a04c")
+        ax.set_yscale("log")
+        ax.axvline(v.mean(), color="k", lw=0.8)
+        ax.set_ylabel("count")
+        ax.text(0.99, 0.85, f"{config}: MET {v.mean():.0f} µs, MMET {v.max():.0f} µs",
+                transform=ax.transAxes, ha="right", fontsize=8)
+    axes[-1, 0].set_xlabel(f"request execution time (µs), kernel {cfg['kernel_ms'] * 1e3:.0f} µs; "
+                           "last bin holds everything beyond")
+    fig.suptitle("Wait strategies: histograms of the per-request execution time", fontsize=10)
+    common.save(fig, path)
+
+
+def plot_profiles(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
+    plt = common.pyplot()
+    n = len(raw)
+    fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
+    for ax, (config, data) in zip(axes[:, 0], raw.items()):
+        for u, v in enumerate(_exec_us(data, warmup)):
+            ax.plot(np.arange(v.size), v, ".", ms=1.5, alpha=0.6, rasterized=True, label=f"unit {u}")
+        ax.set_yscale("log")
+        ax.set_ylabel("µs")
+        ax.text(0.99, 0.85, config, transform=ax.transAxes, ha="right", fontsize=8)
+    axes[-1, 0].set_xlabel("iteration")
+    fig.suptitle("Wait strategies: execution profiles (every request in order)", fontsize=10)
+    common.save(fig, path)

@@ -1,0 +1,46 @@
+"""``paam eval``: smoke runs of the evaluation experiments at CI scale (--quick).
+
+These check that each experiment runs end to end and that what it writes is consistent with the
+workload it ran (lower bounds only: timings on a shared CI machine are noisy).
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _paam(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "paam.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_wait_strategies_measures_every_configuration(tmp_path):
+    r = _paam("eval", "wait-strategies", "--quick", "--iterations", "120", "--kernel-ms", "0.3",
+              "--configs", "paam-spin,paam-suspend,direct-processes,direct-threads",
+              "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "summary.json").read_text())
+    warmup = data["params"]["warmup"]
+    assert set(data["results"]) == {"paam-spin", "paam-suspend", "direct-processes",
+                                    "direct-threads"}
+    for config, res in data["results"].items():
+        req, frame, dev = res["request"], res["frame"], res["device"]
+        assert req["n"] == 2 * (120 - warmup), config
+        # The kernel occupies the device for 0.3 ms: no request can be faster than that, and a
+        # frame of two units sharing one device takes at least both kernels.
+        assert dev["min"] >= 0.29 * 1e3, config
+        assert req["min"] >= dev["min"] * 0.99, config
+        assert frame["min"] >= 2 * 0.29 * 1e3, config
+        assert req["min"] <= req["mean"] <= req["max"]
+        assert req["p2v"] == pytest.approx(req["max"] - req["min"])
+    assert "MMET" in r.stdout and "direct-threads" in r.stdout
+    for f in ("summary.csv", "histograms.png", "profiles.png", "raw/paam-spin.npz"):
+        assert (tmp_path / f).stat().st_size > 0
+
+
+def test_eval_rejects_an_unknown_configuration(tmp_path):
+    r = _paam("eval", "wait-strategies", "--quick", "--configs", "paam-telepathy",
+              "--out", str(tmp_path))
+    assert r.returncode != 0
+    assert "paam-telepathy" in r.stderr
