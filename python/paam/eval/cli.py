@@ -14,6 +14,8 @@ import importlib
 EXPERIMENTS = {
     "wait-strategies": ("paam.eval.wait_strategies",
                         "spin / suspend / hybrid clients vs direct invocation (COSMIC study)"),
+    "overhead": ("paam.eval.overhead",
+                 "per-stage request overhead, local shared memory and remote ROS 2 (Fig. 12)"),
 }
 
 
