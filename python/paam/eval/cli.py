@@ -16,6 +16,8 @@ EXPERIMENTS = {
                         "spin / suspend / hybrid clients vs direct invocation (COSMIC study)"),
     "overhead": ("paam.eval.overhead",
                  "per-stage request overhead, local shared memory and remote ROS 2 (Fig. 12)"),
+    "activation": ("paam.eval.activation",
+                   "activation latency of periodic callbacks under load (cyclictest-style)"),
 }
 
 
