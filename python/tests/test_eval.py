@@ -98,3 +98,26 @@ def test_activation_latency_accounts_for_every_timer_expiry(tmp_path):
     assert "SCHED" in data["results"]["all"]["picas"]["rt"] or \
         "nice" in data["results"]["all"]["picas"]["rt"]
     assert (tmp_path / "histograms.png").stat().st_size > 0
+
+
+def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
+    pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
+    pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
+    r = _paam("eval", "case-study-1", "--quick", "--chains", "chain1,be1",
+              "--methods", "ros2,paam", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "summary.json").read_text())
+    scale = data["params"]["scale"]
+    # chain1: callbacks of 2 and 6 ms CPU, each then a 10 ms segment; be1 the same.
+    own = (2 + 6 + 2 * 10) * scale
+    for chain in ("chain1", "be1"):
+        for method in ("ROS 2", "PAAM"):
+            s = data["results"][chain][method]
+            assert s["n"] > 0, (chain, method)
+            # An instance cannot finish before its own CPU time and segments have run.
+            assert s["min"] >= 0.98 * own, (chain, method, s["min"])
+    assert data["bound_ms"]["chain1"] >= own
+    assert data["epsilon_calibration_us"]["min"] > 0
+    assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
+    for f in ("fig9_max_latency.png", "fig10_distributions.png", "latency.csv"):
+        assert (tmp_path / f).stat().st_size > 0

@@ -18,6 +18,9 @@ EXPERIMENTS = {
                  "per-stage request overhead, local shared memory and remote ROS 2 (Fig. 12)"),
     "activation": ("paam.eval.activation",
                    "activation latency of periodic callbacks under load (cyclictest-style)"),
+    "case-study-1": ("paam.eval.case_study1",
+                     "case study 1 as ROS 2 processes: ROS 2 / PiCAS / PAAM vs the bound "
+                     "(Figs. 9-10)"),
 }
 
 
