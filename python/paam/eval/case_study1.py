@@ -65,7 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--rt", default="auto", choices=["auto", "fifo", "nice"],
                    help="executor OS priorities for PiCAS and PAAM: SCHED_FIFO when permitted "
-                        "else a nice ladder (auto), SCHED_FIFO only, or the nice ladder only")
+                        "else a nice ladder (auto), SCHED_FIFO only, or the nice ladder only "
+                        "(what a machine that denies SCHED_FIFO gets; paamd then runs without "
+                        "--rt, its workers on its nice ladder)")
     p.add_argument("--preemption-ms", type=float, default=None,
                    help="kappa for the bound (default: 0.02 on the cpu backend, 0.13 on cuda, "
                         "docs/gpu.md)")
@@ -387,7 +389,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) 
 # -- the server ---------------------------------------------------------------------------------
 
 
-def raise_server_threads(pid: int, dev: int) -> str:
+def raise_server_threads(pid: int, dev: int, nice_only: bool = False) -> str:
     """SCHED_FIFO 95 (else nice -20) for paamd's threads that are not device workers.
 
     paamd gives its bucket workers real-time priorities (``--rt``) but leaves the dispatcher
@@ -405,6 +407,8 @@ def raise_server_threads(pid: int, dev: int) -> str:
             if os.sched_getscheduler(tid) != os.SCHED_OTHER or os.sched_getaffinity(tid) == {dev}:
                 continue  # a worker
             try:
+                if nice_only:
+                    raise PermissionError("nice only")
                 os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(95))
                 notes.append(f"{tid}: SCHED_FIFO 95")
             except OSError:
@@ -488,9 +492,10 @@ def run(args: argparse.Namespace) -> int:
             if m == "PAAM":
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
-                                  extra_args=["--rt"] if args.backend == "cpu" else []) as srv:
+                                  extra_args=["--rt"] if args.backend == "cpu" and args.rt != "nice"
+                                  else []) as srv:
                     if not args.server_as_shipped:
-                        server_note = raise_server_threads(srv.pid, dev)
+                        server_note = raise_server_threads(srv.pid, dev, args.rt == "nice")
                     calibration = calibrate(srv.socket_path, cpus)
                     results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
             else:

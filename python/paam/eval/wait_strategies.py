@@ -286,4 +286,4 @@ def plot_profiles(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
         ax.text(0.99, 0.85, config, transform=ax.transAxes, ha="right", fontsize=8)
     axes[-1, 0].set_xlabel("iteration")
     fig.suptitle("Wait strategies: execution profiles (every request in order)", fontsize=10)
-    common.save(fig, path)
+    common.save(fig, path, dpi=80)  # rasterized dots: keeps the PNG small
