@@ -28,6 +28,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -109,11 +110,13 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 200)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     name = f"paam_eval_bridge_{os.getpid()}"
+    # The bridge's output goes to a file: a pipe nobody drains could fill and block it.
+    log = tempfile.NamedTemporaryFile(mode="w+", prefix="paam-eval-bridge-", suffix=".log")
     bridge = subprocess.Popen([sys.executable, "-m", "paam.cli", "bridge", "--name", name,
-                               "--socket", socket], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                               "--socket", socket], stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
     try:
-        _wait_line(bridge, "ready", 60)
+        _wait_line(bridge, log.name, "ready", 60)
         common.pin_this_thread(cpus)
         stamps = []
         with RemoteClient(priority=10, kernels=["spin"], wait=wait, bridge=name,
@@ -129,6 +132,7 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
         except subprocess.TimeoutExpired:
             bridge.kill()
             bridge.wait()
+        log.close()
     missing = [k for _n, a, b in REMOTE_STAGES for k in (a, b) if k not in stamps[0]]
     if missing:
         raise SystemExit(f"the bridge's response lacks timestamps {sorted(set(missing))}")
@@ -137,24 +141,18 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
     return m
 
 
-def _wait_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
-    import selectors
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
+def _wait_line(proc: subprocess.Popen, log_path: str, text: str, timeout: float) -> None:
+    """Wait until the process's log file contains ``text``."""
     deadline = time.monotonic() + timeout
-    seen = []
-    try:
-        while time.monotonic() < deadline:
-            if sel.select(max(0.0, deadline - time.monotonic())):
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                seen.append(line.rstrip())
-                if text in line:
-                    return
-    finally:
-        sel.close()
-    raise SystemExit(f"paam bridge did not print {text!r}: {seen[-10:]}")
+    content = ""
+    while time.monotonic() < deadline:
+        content = Path(log_path).read_text(errors="replace")
+        if text in content:
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise SystemExit(f"paam bridge did not print {text!r}: {content[-2000:]}")
 
 
 def _summaries(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
