@@ -85,6 +85,7 @@ def test_overhead_measures_the_remote_ros2_path(tmp_path):
 
 def test_activation_latency_accounts_for_every_timer_expiry(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
+    pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
     r = _paam("eval", "activation", "--duration", "1.5", "--executors", "ros2,picas",
               "--scenarios", "all", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -103,6 +104,7 @@ def test_activation_latency_accounts_for_every_timer_expiry(tmp_path):
 def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
+    pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
     r = _paam("eval", "case-study-1", "--quick", "--chains", "chain1,be1",
               "--methods", "ros2,paam", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
