@@ -1,6 +1,7 @@
 // paamd — the PAAM accelerator server. `paamd --help` lists the options.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,8 +25,11 @@ Serves accelerator requests from local clients by chain priority.
   --be-lanes N           concurrent kernels in the lowest bucket (default: 1)
   --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
   --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
-  --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder)
+  --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);
+                         any backend: the dispatcher runs above the top bucket (else nice -20)
   --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)
+  --dispatcher-priority N  SCHED_FIFO priority of the dispatcher (default: with --rt, one above
+                         the top bucket, at most 99; without --rt, 0 = normal scheduling)
   --plugin PATH          load user kernels from a shared library (repeatable)
   --admission none|analysis   admission control (default: none = admit all, and say so)
   --overhead-ms X        epsilon for the analysis (default: 0.05)
@@ -59,6 +63,7 @@ double ParseDouble(const char* flag, const char* v) {
 
 int main(int argc, char** argv) {
   paam::ServerOptions o;
+  int dispatcher_priority = -1;  // -1: the default, which depends on --rt
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto value = [&]() -> const char* {
@@ -86,6 +91,9 @@ int main(int argc, char** argv) {
       o.backend.realtime = true;
     } else if (a == "--rt-priority") {
       o.backend.rt_priority_base = static_cast<int>(ParseInt("--rt-priority", value()));
+    } else if (a == "--dispatcher-priority") {
+      dispatcher_priority = static_cast<int>(ParseInt("--dispatcher-priority", value()));
+      if (dispatcher_priority < 0 || dispatcher_priority > 99) Usage("--dispatcher-priority must be 0..99");
     } else if (a == "--plugin") {
       o.plugins.emplace_back(value());
     } else if (a == "--admission") {
@@ -104,6 +112,11 @@ int main(int argc, char** argv) {
       Usage("unknown option '" + std::string(a) + "'");
     }
   }
+
+  if (dispatcher_priority < 0) {
+    dispatcher_priority = o.backend.realtime ? std::min(99, o.backend.rt_priority_base + o.backend.levels) : 0;
+  }
+  o.dispatcher_rt_priority = dispatcher_priority;
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t set;

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -191,6 +192,9 @@ Status Server::Impl::Init() {
       for (int lane = 0; lane < backend_->Lanes(b); ++lane) {
         ++total;
         workers_.emplace_back([this, u, b, lane, &ready] {
+          // Names show in `ps -L` / `top -H`: "paamd-w<unit>.<bucket>.<lane>" (15 chars max).
+          const std::string name = "paamd-w" + std::to_string(u) + "." + std::to_string(b) + "." + std::to_string(lane);
+          pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
           std::string note;
           Status s = backend_->PrepareWorker(u, b, lane, &note);
           if (!s.ok()) note += (note.empty() ? "" : "; ") + s.ToString();
@@ -206,10 +210,19 @@ Status Server::Impl::Init() {
   // workers may hold it with SCHED_FIFO, and a thread stranded behind them would stall.
   const int reserved = backend_->ReservedCpu();
   dispatcher_thread_ = std::thread([this, reserved] {
+    pthread_setname_np(pthread_self(), "paamd-dispatch");
     AddNote(options_.dispatcher_cpu >= 0 ? PinThisThread(options_.dispatcher_cpu) : KeepThisThreadOff(reserved));
+    if (options_.dispatcher_rt_priority > 0) {
+      std::string fifo_note = SetThisThreadFifo(options_.dispatcher_rt_priority);
+      if (!fifo_note.empty()) {
+        std::string nice_note = SetThisThreadNice(-20);
+        AddNote("dispatcher: " + fifo_note + (nice_note.empty() ? "; nice -20 instead" : "; " + nice_note));
+      }
+    }
     DispatcherLoop();
   });
   control_thread_ = std::thread([this, reserved] {
+    pthread_setname_np(pthread_self(), "paamd-control");
     AddNote(KeepThisThreadOff(reserved));
     ControlLoop();
   });

@@ -58,6 +58,12 @@ struct ServerOptions {
   size_t queue_capacity = 4096;
   // Pin the dispatcher thread to this CPU (-1: do not pin).
   int dispatcher_cpu = -1;
+  // SCHED_FIFO priority of the dispatcher (0: normal scheduling). Every request passes through
+  // the dispatcher, so under real-time executors it must run above them, or a critical chain's
+  // request waits until every executor on the dispatcher's core is idle (a priority inversion
+  // the analysis does not model). When SCHED_FIFO is denied it falls back to nice -20, and
+  // says so in the notes. paamd sets it above the top bucket with --rt.
+  int dispatcher_rt_priority = 0;
 };
 
 struct ServerStats {

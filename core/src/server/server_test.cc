@@ -1,10 +1,13 @@
 // The server and client together, in one process (threads as clients). Multi-process cases
 // (kill -9 of a client, the server killed, many processes) live in python/tests.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -163,6 +166,75 @@ TEST(Server, HigherBucketRunsWhileLowerBucketIsBusy) {
   ASSERT_TRUE(hi->Call(0, 0, shortp, nullptr).ok());
   EXPECT_LT(NowNs() - t0, 300'000'000u) << "the high bucket must not wait for the low bucket's kernel";
   ASSERT_TRUE(lo->Wait(0, nullptr).ok());
+}
+
+// Finds a thread of this process by its name (/proc/self/task/*/comm); 0 if none.
+pid_t ThreadNamed(const std::string& name) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) {
+          closedir(d);
+          return static_cast<pid_t>(std::stoi(e->d_name));
+        }
+      }
+      closedir(d);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+TEST(Server, DispatcherRunsAtItsRealTimePriorityOrSaysWhyNot) {
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.device_cpu = -2;
+  o.dispatcher_rt_priority = 7;
+  auto s = Server::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const pid_t tid = ThreadNamed("paamd-dispatch");
+  ASSERT_NE(tid, 0) << "no thread named paamd-dispatch";
+  EXPECT_NE(ThreadNamed("paamd-control"), 0);
+  EXPECT_NE(ThreadNamed("paamd-w0.0.0"), 0);
+  if (sched_getscheduler(tid) == SCHED_FIFO) {
+    sched_param p{};
+    ASSERT_EQ(sched_getparam(tid, &p), 0);
+    EXPECT_EQ(p.sched_priority, 7);
+  } else {
+    // Denied (no CAP_SYS_NICE, container): the server carries on and says so.
+    bool noted = false;
+    for (int i = 0; i < 100 && !noted; ++i) {
+      for (const auto& n : (*s)->notes()) noted = noted || n.find("dispatcher") != std::string::npos;
+      if (!noted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(noted) << "SCHED_FIFO was not applied and no note says why";
+  }
+  // Without the option the dispatcher keeps normal scheduling.
+  auto plain = StartServer();
+  // Both servers name their dispatcher alike; the newest is the last task listed, so check
+  // that at least one paamd-dispatch thread is SCHED_OTHER.
+  bool other = false;
+  for (int attempt = 0; attempt < 100 && !other; ++attempt) {
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+        std::string line;
+        if (std::getline(comm, line) && line == "paamd-dispatch" &&
+            sched_getscheduler(static_cast<pid_t>(std::stoi(e->d_name))) == SCHED_OTHER) {
+          other = true;
+        }
+      }
+      closedir(d);
+    }
+    if (!other) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(other);
+  plain->Stop();
+  (*s)->Stop();
 }
 
 TEST(Server, ClearErrorsForBadRequests) {

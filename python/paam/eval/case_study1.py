@@ -77,8 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chains", default="",
                    help="comma-separated subset of the chains to run (default: all)")
     p.add_argument("--server-as-shipped", action="store_true",
-                   help="leave paamd's dispatcher at its default priority (see "
-                        "raise_server_threads)")
+                   help="run paamd's dispatcher at normal priority (paamd --dispatcher-priority "
+                        "0), to show the priority inversion that --rt's raised dispatcher removes")
     p.add_argument("--direct-keeps-priority", action="store_true",
                    help="cpu backend: let direct kernels run at the executor's OS priority")
     p.add_argument("--quick", action="store_true",
@@ -389,15 +389,11 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) 
 # -- the server ---------------------------------------------------------------------------------
 
 
-def raise_server_threads(pid: int, dev: int, nice_only: bool = False) -> str:
-    """SCHED_FIFO 95 (else nice -20) for paamd's threads that are not device workers.
-
-    paamd gives its bucket workers real-time priorities (``--rt``) but leaves the dispatcher
-    and the control thread at SCHED_OTHER, off the device core. With SCHED_FIFO executors on
-    the remaining cores (all of them on a 2-core machine) the dispatcher then waits for every
-    executor's CPU work, whatever its priority: a priority inversion the analysis does not
-    model. The paper ran its server with real-time priority; so does this experiment unless
-    ``--server-as-shipped``.
+def raise_server_threads(pid: int, dev: int) -> str:
+    """nice -20 for paamd's threads that are not device workers (the dispatcher, the control
+    thread): what ``paamd --rt`` does for its dispatcher where SCHED_FIFO is denied, applied by
+    hand under ``--rt nice``, which runs paamd without ``--rt`` to play a machine that denies
+    SCHED_FIFO.
     """
     notes = []
     for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
@@ -406,14 +402,8 @@ def raise_server_threads(pid: int, dev: int, nice_only: bool = False) -> str:
         try:
             if os.sched_getscheduler(tid) != os.SCHED_OTHER or os.sched_getaffinity(tid) == {dev}:
                 continue  # a worker
-            try:
-                if nice_only:
-                    raise PermissionError("nice only")
-                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(95))
-                notes.append(f"{tid}: SCHED_FIFO 95")
-            except OSError:
-                os.setpriority(os.PRIO_PROCESS, tid, -20)
-                notes.append(f"{tid}: nice -20")
+            os.setpriority(os.PRIO_PROCESS, tid, -20)
+            notes.append(f"{tid}: nice -20")
         except OSError as err:
             notes.append(f"{tid}: unchanged ({err})")
     return "paamd dispatcher/control threads: " + (", ".join(notes) or "none found")
@@ -490,12 +480,16 @@ def run(args: argparse.Namespace) -> int:
         for i, m in enumerate(methods, 1):
             print(f"[{i}/{len(methods)}] {m} ...", flush=True)
             if m == "PAAM":
+                # --rt: SCHED_FIFO bucket workers (CPU backend) and a dispatcher above them
+                # (any backend; nice -20 where SCHED_FIFO is denied).
+                rt_args = [] if args.rt == "nice" else ["--rt"]
+                if args.server_as_shipped:
+                    rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
-                                  extra_args=["--rt"] if args.backend == "cpu" and args.rt != "nice"
-                                  else []) as srv:
-                    if not args.server_as_shipped:
-                        server_note = raise_server_threads(srv.pid, dev, args.rt == "nice")
+                                  extra_args=rt_args) as srv:
+                    if args.rt == "nice" and not args.server_as_shipped:
+                        server_note = raise_server_threads(srv.pid, dev)
                     calibration = calibrate(srv.socket_path, cpus)
                     results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
             else:
