@@ -156,6 +156,58 @@ def test_case_study_bounds_match_the_hand_computation(case_study):
     assert not result.schedulable
 
 
+def case_study_data() -> dict:
+    return yaml.safe_load(textwrap.dedent(CASE_STUDY_1))
+
+
+def test_case_study_best_effort_chains_cost_the_critical_chains_nothing():
+    # be1 and be2 have the lowest chain priorities (never in a critical segment's hps), their
+    # own buckets 4 and 5 (no critical chain is in them, so they block nobody; the critical
+    # segments pay only the 2*kappa in A*, which every segment pays when n > 1) and executors
+    # below the critical ones on CPUs 2 and 3 (not in any hpp). So however much GPU time they
+    # take, no critical bound moves; the eight chains' GPU demand above 1 is no critical
+    # chain's problem (only be2's bound is infinite).
+    data = case_study_data()
+    before = analyze(parse_system(data), stop_at_deadline=False)
+    for ch in data["chains"]:
+        if ch.get("best_effort"):
+            for cb in ch["callbacks"]:
+                cb["wcet"] = 50
+                cb["segments"] = [{"accelerator": "gpu0", "wcet": 100}] * 3
+    after = analyze(parse_system(data), stop_at_deadline=False)
+    for b in before.chains:
+        if not b.best_effort:
+            assert after.chain(b.name).wcrt == pytest.approx(b.wcrt, abs=1e-9), b.name
+
+
+def test_case_study_with_the_paper_authors_inputs_still_misses_chain4():
+    # The inputs of the authors' analysis script for Fig. 9 (see docs/analysis.md): epsilon =
+    # kappa = 0, and both best-effort chains in the lowest bucket, below chains 3..6 in buckets
+    # 1..4 (chains 1 and 2 share bucket 0). Best-effort chains in a bucket of their own below
+    # all critical ones change no critical bound (test above), so the six critical chains alone
+    # with n = 5 give that map: floor(r*5/6) = 0,0,1,2,3,4.
+    data = case_study_data()
+    data["accelerators"]["gpu0"] = {"buckets": 5, "overhead": 0, "preemption": 0}
+    data["chains"] = [ch for ch in data["chains"] if not ch.get("best_effort")]
+    result = analyze(parse_system(data), stop_at_deadline=False)
+    # A* = 10. chain3 (E = 26, 4 segments, hps: chain1 20 + chain2 30 per 120 ms):
+    #   R0 = 26: H^chain = 40 + (ceil(26/120)+1)*50 = 140 -> R = 166 (the script's value);
+    #   H^chain(166) = 40 + 3*50 = 190 -> R = 216; H^chain(216) = 190 -> R = 216 <= 220.
+    chain3 = result.chain("chain3")
+    assert chain3.wcrt == pytest.approx(216.0, abs=1e-9)
+    assert chain3.schedulable
+    # chain4 (E = 14, 3 segments, hps: 50 per 120 ms, chain3's 40 per 220 ms):
+    #   R0 = 14: H^chain = 30 + 2*50 + 2*40 = 210 -> R = 224 (the script's value, < 260);
+    #   H^chain(224) = 30 + 3*50 + 3*40 = 300 -> R = 314; H^chain(314) = 30 + 4*50 + 3*40
+    #   = 350 -> R = 364; H^chain(364) = 30 + 5*50 + 3*40 = 400 -> R = 414; H^chain(414) =
+    #   400: fixed point 414 > 260. (Lemma 2: 3 * 330 = 990 per chain job, not the minimum.)
+    chain4 = result.chain("chain4")
+    assert chain4.wcrt == pytest.approx(414.0, abs=1e-9)
+    assert chain4.subchains[0].handling_per_chain == pytest.approx(400.0, abs=1e-9)
+    assert chain4.subchains[0].handling_per_segment == pytest.approx(990.0, abs=1e-9)
+    assert not chain4.schedulable
+
+
 def test_spin_charges_more_than_suspend(tmp_path):
     # Q is below P's executor on CPU 0. Suspend: 10 + 2*(2 + 0.5) = 15.
     # Spin: P's H* = 3.5 per job: 10 -> 21 -> 26.5 -> 26.5.

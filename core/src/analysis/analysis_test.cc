@@ -194,6 +194,29 @@ TEST(Buckets, BlockingOnlyWithinTheBucketAndPreemptionInflation) {
   EXPECT_NEAR(MustAnalyze(s).chains[x].wcrt, 11.1, kTol);
 }
 
+TEST(Buckets, BestEffortChainInALowerBucketCostsACriticalChainOnlyKappa) {
+  // ANALYSIS.md has no best-effort rule of its own: a best-effort chain is a chain of lower
+  // priority. In a lower bucket it is in no critical segment's hps and blocks nothing (Eq. 3,
+  // same bucket only); its executor below the critical one on the same CPU is in no hpp.
+  // What a critical segment pays is the 2*kappa in A*, which it pays whenever n > 1.
+  System s = MakeSystem(/*buckets=*/2, /*overhead=*/0.1, /*preemption=*/0.5);
+  int c = AddChain(s, "critical", 2, 100, {{AddExecutor(s, 0, 90), 1, {4}}});
+  int be = AddChain(s, "be", 1, 60, {{AddExecutor(s, 0, 80), 5, {50}}}, 0, /*best_effort=*/true);
+  // N = 2, n = 2: critical bucket 0, be floor(1*2/2) = 1. critical: A* = 4 + 2*0.5 = 5,
+  // B = 0, no hps: H = 5, H* = 5.1, R = 1 + 5.1 = 6.1 (B_c = 0: be is on another executor).
+  EXPECT_NEAR(MustAnalyze(s).chains[c].wcrt, 6.1, kTol);
+  // Far more best-effort work (accelerator demand 1000/600 > 1, be unbounded): same bound.
+  s.chains[be].callbacks[0].wcet = 50;
+  s.chains[be].callbacks[0].segments = {{0, 500}, {0, 500}};
+  s.chains[be].period = 600;
+  s.chains[be].deadline = 0;
+  EXPECT_NEAR(MustAnalyze(s).chains[c].wcrt, 6.1, kTol);
+  // One bucket: no kappa, but be shares the bucket and blocks with its longest segment:
+  // H = 4 + 500 = 504, R = 1 + 504 + 0.1 = 505.1.
+  s.accelerators[0].buckets = 1;
+  EXPECT_NEAR(MustAnalyze(s).chains[c].wcrt, 505.1, kTol);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Theorem 1: spin versus suspend of an executor of higher OS priority on the same CPU.
 System SpinSuspendSystem(Wait wait) {
