@@ -123,3 +123,39 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
     for f in ("fig9_max_latency.png", "fig10_distributions.png", "latency.csv"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
+    pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
+    pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
+    pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
+    r = _paam("eval", "case-study-2", "--quick", "--methods", "ros2,paam",
+              "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "summary.json").read_text())
+    assert data["params"]["setups"] == "4ST"
+    duration = data["params"]["duration"]
+    # From the later lidar stamp an instance runs at least one lidar callback, one points
+    # transformer, the fusing callback, ray ground filter, cluster detector and collision
+    # estimator: their run times (x scale) and six GPU segments.
+    floor = data["hot_path_run_ms"]
+    assert floor > 0
+    rows = (tmp_path / "hot_path.csv").read_text().splitlines()
+    for method in ("ROS 2", "PAAM"):
+        s = data["results"]["4ST"][method]
+        hot, bp, drops = s["hot_path_ms"], s["bp_period_ms"], s["drops"]
+        # 100 ms lidars: about 10 instances a second reach the estimator.
+        assert 0.4 * 10 * duration <= hot["n"] <= 10 * duration + 2, (method, hot)
+        assert hot["min"] >= 0.98 * floor, (method, hot["min"], floor)
+        assert hot["min"] <= hot["p99"] <= hot["max"]
+        assert hot["n"] <= s["lidar_samples"]["front"] + 1
+        # The behavior planner's 100 ms timer.
+        assert bp["n"] >= 0.5 * duration / 0.1 and 80 <= bp["mean"] <= 150, (method, bp)
+        # Drops: a count per instance, every instance counted once.
+        assert sum(drops["histogram"].values()) == hot["n"]
+        assert drops["total"] >= 0 and drops["instances_with_drops"] <= hot["n"]
+        assert sum(1 for line in rows if f",{method}," in line) == hot["n"]
+    assert "hot path" in r.stdout and "BP mean" in r.stdout
+    for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
+              "bp_period.csv", "summary.csv"):
+        assert (tmp_path / f).stat().st_size > 0

@@ -21,6 +21,9 @@ EXPERIMENTS = {
     "case-study-1": ("paam.eval.case_study1",
                      "case study 1 as ROS 2 processes: ROS 2 / PiCAS / PAAM vs the bound "
                      "(Figs. 9-10)"),
+    "case-study-2": ("paam.eval.case_study2",
+                     "case study 2: the Autoware reference system in rclpy, 4ST/MT x ROS 2 / "
+                     "PiCAS / PAAM (Fig. 11)"),
 }
 
 

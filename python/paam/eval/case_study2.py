@@ -1,0 +1,982 @@
+"""``paam eval case-study-2``: the PAAM paper's case study 2 (Sec. V-B, Fig. 11), the Autoware
+reference system (ros-realtime/reference-system, ``autoware_reference_system``) rebuilt in rclpy.
+
+The graph is the reference system's 24 nodes with its node types and wiring: six sensors
+(timers: front/rear lidar 100 ms, PointCloudMap 120, Visualizer 60, Lanelet2Map 100,
+EuclideanClusterSettings 25), nine transforms, five fusions (publish once both inputs have
+arrived, then clear), the cyclic BehaviorPlanner (a 100 ms timer fusing the latest of its six
+inputs), the intersection node EuclideanClusterDetector (two input -> output connections) and
+two command sinks. Every topic is KEEP_LAST(1). Each callback burns the reference system's
+run time for it (``RUN_TIME_MS``: the number cruncher's time, burned as thread CPU time by a
+direct-mode ``spin`` kernel, so it releases the GIL) and then runs a GPU segment (the ``spin``
+kernel, ``--gpu-ms``), except the BehaviorPlanner's seven callbacks (as in the paper). The rear
+points transformer also runs a segment on a second accelerator, ``--tpu-ms``: the Coral TPU's
+stand-in, a CPU-backend device with one non-preemptive context on its own core.
+
+Messages (``std_msgs/Int64MultiArray``) carry the reference system's sample history: for every
+node the sample went through, its publish time, sequence number and the input samples it found
+missing (sequence-number gaps, the reference system's "dropped samples"). KPIs as the
+reference system computes them:
+
+* hot-path latency: end of ObjectCollisionEstimator's callback - the later of the two lidar
+  stamps in its sample (hot path: Front/Rear lidar -> PointsTransformerFront/Rear ->
+  PointCloudFusion -> RayGroundFilter -> EuclideanClusterDetector -> ObjectCollisionEstimator);
+* hot-path drops: per hot-path instance (sample reaching the estimator), the missing samples
+  the hot-path nodes recorded;
+* behavior-planner period: time between the starts of consecutive BehaviorPlanner timer
+  callbacks (set to 100 ms).
+
+Executor setups: ``4ST`` (four executors, one process each, each pinned to its own core; the
+whole hot path on executor E0) and ``MT`` (one process over four cores). Methods:
+
+* ``ROS 2``: rclpy's SingleThreadedExecutor (4ST) or MultiThreadedExecutor with 4 threads
+  (MT), SCHED_OTHER; direct invocation of both accelerators;
+* ``PiCAS``: ``paam.ros.PicasExecutor`` with hot-path callbacks highest, the executors' OS
+  priorities (SCHED_FIFO when permitted, else a nice ladder); direct invocation;
+* ``PAAM``: the same executors, GPU segments through paamd (one bucket per chain priority) and
+  TPU segments through a second paamd with one bucket (one non-preemptive context).
+
+paam.ros has no multi-threaded PicasExecutor, so MT for PiCAS and PAAM runs one process with
+four threads, each spinning its own PicasExecutor over one quarter of the nodes (the 4ST
+partition) pinned to its core; ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes.
+Both are one process, so their Python work shares one GIL (rclpy's, not the reference
+system's C++). The summary says which executor each run used.
+
+On the CPU backend one core plays the GPU (the last one) and the TPU gets a core of its own
+when one is left; the four executor cores (2-5 of the paper's machine) are mapped modulo onto
+the cores beside the device core: all onto core 0 on a 2-core machine (then the TPU shares the
+GPU's core). ``--scale`` multiplies the run times and segments, not the periods (the KPIs are
+relative to the reference system's periods). Writes ``hot_path.csv``, ``bp_period.csv``,
+``summary.csv``, ``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``,
+``fig11b_bp_period.png`` and ``fig11c_drops.png``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from paam.eval import common
+
+METHODS = ("ROS 2", "PiCAS", "PAAM")
+METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
+SETUPS = ("4ST", "MT")
+
+
+# -- the reference system -----------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    kind: str            # sensor | transform | fusion | cyclic | intersection | command
+    inputs: tuple = ()   # input topics
+    outputs: tuple = ()  # output topics (intersection: one per connection); default: own name
+    period_ms: float = 0.0
+    run_ms: tuple = ()   # CPU run time per callback kind (see RUN_TIME_MS)
+
+
+# Run time of each callback (ms), the reference system's number-cruncher work: 0.1 ms for a
+# sensor, about 10 ms for a transform, fusion, intersection connection or cyclic node, 2.1 ms for
+# a fusion input that only caches its sample, 1 ms for a command sink, 1 µs for the behavior
+# planner's input caches. (The upstream timing config states these as number_cruncher limits to
+# calibrate per platform; these are the run times of its published cost model.)
+SENSOR, TRANSFORM, FUSE, CACHE, COMMAND, BP_CACHE = 0.1, 10.1, 10.0, 2.1, 1.0, 0.001
+
+SYSTEM: tuple[NodeSpec, ...] = (
+    NodeSpec("FrontLidarDriver", "sensor", period_ms=100, run_ms=(SENSOR,)),
+    NodeSpec("RearLidarDriver", "sensor", period_ms=100, run_ms=(SENSOR,)),
+    NodeSpec("PointCloudMap", "sensor", period_ms=120, run_ms=(SENSOR,)),
+    NodeSpec("Visualizer", "sensor", period_ms=60, run_ms=(SENSOR,)),
+    NodeSpec("Lanelet2Map", "sensor", period_ms=100, run_ms=(SENSOR,)),
+    NodeSpec("EuclideanClusterSettings", "sensor", period_ms=25, run_ms=(SENSOR,)),
+    NodeSpec("PointsTransformerFront", "transform", ("FrontLidarDriver",), run_ms=(TRANSFORM,)),
+    NodeSpec("PointsTransformerRear", "transform", ("RearLidarDriver",), run_ms=(TRANSFORM,)),
+    NodeSpec("VoxelGridDownsampler", "transform", ("PointCloudFusion",), run_ms=(TRANSFORM,)),
+    NodeSpec("PointCloudMapLoader", "transform", ("PointCloudMap",), run_ms=(TRANSFORM,)),
+    NodeSpec("RayGroundFilter", "transform", ("PointCloudFusion",), run_ms=(TRANSFORM,)),
+    NodeSpec("ObjectCollisionEstimator", "transform", ("EuclideanClusterDetector",),
+             run_ms=(TRANSFORM,)),
+    NodeSpec("MPCController", "transform", ("BehaviorPlanner",), run_ms=(TRANSFORM,)),
+    NodeSpec("ParkingPlanner", "transform", ("Lanelet2MapLoader",), run_ms=(TRANSFORM,)),
+    NodeSpec("LanePlanner", "transform", ("Lanelet2MapLoader",), run_ms=(TRANSFORM,)),
+    NodeSpec("PointCloudFusion", "fusion", ("PointsTransformerFront", "PointsTransformerRear"),
+             run_ms=(FUSE, CACHE)),
+    NodeSpec("NDTLocalizer", "fusion", ("VoxelGridDownsampler", "PointCloudMapLoader"),
+             run_ms=(10.1, CACHE)),
+    NodeSpec("VehicleInterface", "fusion", ("MPCController", "BehaviorPlanner"),
+             run_ms=(10.1, CACHE)),
+    NodeSpec("Lanelet2GlobalPlanner", "fusion", ("Visualizer", "NDTLocalizer"),
+             run_ms=(10.2, CACHE)),
+    NodeSpec("Lanelet2MapLoader", "fusion", ("Lanelet2Map", "Lanelet2GlobalPlanner"),
+             run_ms=(10.2, CACHE)),
+    NodeSpec("BehaviorPlanner", "cyclic",
+             ("ObjectCollisionEstimator", "NDTLocalizer", "Lanelet2GlobalPlanner",
+              "Lanelet2MapLoader", "ParkingPlanner", "LanePlanner"),
+             period_ms=100, run_ms=(10.1, BP_CACHE)),
+    NodeSpec("EuclideanClusterDetector", "intersection",
+             ("RayGroundFilter", "EuclideanClusterSettings"),
+             ("EuclideanClusterDetector", "EuclideanIntersection"), run_ms=(10.1, 10.2)),
+    NodeSpec("VehicleDBWSystem", "command", ("VehicleInterface",), run_ms=(COMMAND,)),
+    NodeSpec("IntersectionOutput", "command", ("EuclideanIntersection",), run_ms=(COMMAND,)),
+)
+NODE_IDS = {n.name: i for i, n in enumerate(SYSTEM)}
+BY_NAME = {n.name: n for n in SYSTEM}
+HOT_PATH = ("FrontLidarDriver", "RearLidarDriver", "PointsTransformerFront",
+            "PointsTransformerRear", "PointCloudFusion", "RayGroundFilter",
+            "EuclideanClusterDetector", "ObjectCollisionEstimator")
+HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
+TPU_NODE = "PointsTransformerRear"
+NO_ACCELERATOR = ("BehaviorPlanner",)
+
+# Chain priorities (larger is more critical): the hot path first, then the behavior planner's
+# control chain, localization, planning, visualization, the cluster settings.
+CHAIN_PRIORITY = {
+    **{n: 100 for n in HOT_PATH},
+    "BehaviorPlanner": 90, "MPCController": 90, "VehicleInterface": 90, "VehicleDBWSystem": 90,
+    "PointCloudMap": 70, "PointCloudMapLoader": 70, "VoxelGridDownsampler": 70,
+    "NDTLocalizer": 70,
+    "Lanelet2Map": 60, "Lanelet2MapLoader": 60, "ParkingPlanner": 60, "LanePlanner": 60,
+    "Visualizer": 50, "Lanelet2GlobalPlanner": 50,
+    "EuclideanClusterSettings": 40, "IntersectionOutput": 40,
+}
+# The intersection node's second connection belongs to the cluster-settings chain.
+CONNECTION_PRIORITY = {("EuclideanClusterDetector", 1): 40}
+
+# 4ST: (name, CPU of the paper's machine, OS priority, nodes); the hot path together on E0.
+EXECUTORS = (
+    ("E0", 2, 90, ("FrontLidarDriver", "RearLidarDriver", "PointsTransformerFront",
+                   "PointsTransformerRear", "PointCloudFusion", "RayGroundFilter",
+                   "EuclideanClusterDetector", "ObjectCollisionEstimator")),
+    ("E1", 3, 85, ("BehaviorPlanner", "MPCController", "VehicleInterface", "VehicleDBWSystem",
+                   "Lanelet2Map", "Lanelet2MapLoader", "ParkingPlanner", "LanePlanner")),
+    ("E2", 4, 80, ("PointCloudMap", "PointCloudMapLoader", "VoxelGridDownsampler",
+                   "NDTLocalizer")),
+    ("E3", 5, 75, ("Visualizer", "Lanelet2GlobalPlanner", "EuclideanClusterSettings",
+                   "IntersectionOutput")),
+)
+
+
+def _producer(topic: str) -> str:
+    for n in SYSTEM:
+        if topic in (n.outputs or (n.name,)):
+            return n.name
+    raise KeyError(topic)
+
+
+def depths() -> dict[str, int]:
+    """Longest path (in nodes) from a timer to each node: PiCAS's "later stage wins" order."""
+    d = {n.name: 0 for n in SYSTEM if n.kind in ("sensor", "cyclic")}
+    for _ in range(len(SYSTEM)):
+        for n in SYSTEM:
+            if n.kind in ("sensor", "cyclic"):
+                continue
+            ins = [d.get(_producer(t)) for t in n.inputs]
+            ins = [x for x in ins if x is not None]
+            if ins:
+                d[n.name] = max(d.get(n.name, 0), max(ins) + 1)
+    return d
+
+
+def callback_priority(node: str, index: int = 0) -> tuple[int, int]:
+    """(chain priority, PiCAS callback priority) of callback ``index`` of ``node``."""
+    chain = CONNECTION_PRIORITY.get((node, index), CHAIN_PRIORITY[node])
+    return chain, chain * 100 + depths()[node]
+
+
+def demand(gpu_ms: float, tpu_ms: float, scale: float) -> dict:
+    """Rates of every callback from the periods, and the CPU and device time they ask for per
+    second (ms/s) per 4ST executor and accelerator."""
+    rate: dict[str, float] = {}   # output topic -> samples/s
+    for n in SYSTEM:
+        if n.kind == "sensor" or n.kind == "cyclic":
+            rate[n.name] = 1e3 / n.period_ms
+    calls: dict[str, list[tuple[float, float, bool]]] = {}  # node -> (calls/s, run ms, gpu)
+    for _ in range(len(SYSTEM)):
+        for n in SYSTEM:
+            if n.kind == "sensor":
+                calls[n.name] = [(rate[n.name], n.run_ms[0], True)]
+            elif n.kind == "transform" and n.inputs[0] in rate:
+                rate[n.name] = rate[n.inputs[0]]
+                calls[n.name] = [(rate[n.name], n.run_ms[0], True)]
+            elif n.kind == "fusion" and all(t in rate for t in n.inputs):
+                r0, r1 = (rate[t] for t in n.inputs)
+                rate[n.name] = min(r0, r1)
+                calls[n.name] = [(min(r0, r1), n.run_ms[0], True),
+                                 (r0 + r1 - min(r0, r1), n.run_ms[1], True)]
+            elif n.kind == "cyclic" and all(t in rate for t in n.inputs):
+                calls[n.name] = [(rate[n.name], n.run_ms[0], False),
+                                 (sum(rate[t] for t in n.inputs), n.run_ms[1], False)]
+            elif n.kind == "intersection" and all(t in rate for t in n.inputs):
+                for t_in, t_out in zip(n.inputs, n.outputs):
+                    rate[t_out] = rate[t_in]
+                calls[n.name] = [(rate[t], ms, True) for t, ms in zip(n.inputs, n.run_ms)]
+            elif n.kind == "command" and n.inputs[0] in rate:
+                calls[n.name] = [(rate[n.inputs[0]], n.run_ms[0], True)]
+    out = {"executors": {}, "gpu_ms_per_s": 0.0, "tpu_ms_per_s": 0.0}
+    for ex, _cpu, _prio, nodes in EXECUTORS:
+        cpu = sum(r * ms for nn in nodes for r, ms, _g in calls[nn]) * scale
+        gpu = sum(r * gpu_ms for nn in nodes for r, _ms, g in calls[nn] if g)
+        out["executors"][ex] = {"cpu_ms_per_s": cpu, "gpu_ms_per_s": gpu}
+        out["gpu_ms_per_s"] += gpu
+    out["tpu_ms_per_s"] = rate["RearLidarDriver"] * tpu_ms
+    out["callbacks_per_s"] = sum(r for v in calls.values() for r, _m, _g in v)
+    return out
+
+
+# -- messages: the sample history -----------------------------------------------------------------
+# Int64MultiArray.data = [node id, stamp ns, seq, missing] * entries; one entry per node the
+# sample went through (the latest when two inputs share one).
+
+def _parse(data) -> dict[int, tuple[int, int, int]]:
+    a = np.asarray(data, dtype=np.int64).reshape(-1, 4)
+    return {int(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in a}
+
+
+def _pack(hist: dict[int, tuple[int, int, int]]) -> list[int]:
+    out: list[int] = []
+    for k, (stamp, seq, miss) in hist.items():
+        out += (k, stamp, seq, miss)
+    return out
+
+
+def _merge(into: dict, other: dict) -> None:
+    for k, v in other.items():
+        if k not in into or v[0] > into[k][0]:
+            into[k] = v
+
+
+# -- one executor process -----------------------------------------------------------------------
+
+
+def executor_main(cfg: dict, path: str, sync: dict) -> None:
+    import warnings
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
+    try:
+        _executor(cfg, path, sync)
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        import traceback
+        sync["ready"].put("failed")
+        Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+class _Graph:
+    """The nodes of one process, their clients and what they record."""
+
+    def __init__(self, cfg: dict, ctx) -> None:
+        import rclpy
+        from rclpy.clock import Clock, ClockType
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Int64MultiArray
+
+        import paam
+        self.cfg = cfg
+        self.paam = paam
+        self.msg_t = Int64MultiArray
+        self.qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.scale = cfg["scale"]
+        self.method = cfg["method"]
+        # Direct kernels on the CPU backend run on this thread: drop its OS priority for them.
+        self.drop_gpu = (self.method != "paam" and cfg["backend"] == "cpu"
+                         and not cfg["direct_keeps_priority"])
+        self.drop_tpu = self.method != "paam" and not cfg["direct_keeps_priority"]
+        self.clients: list = []
+        self.timers: list = []
+        self.record_from = [1 << 62]
+        self.hot: list[tuple[int, int, int, int, int]] = []  # end, latency, missing, front, rear
+        self.bp_starts: list[int] = []
+        self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
+        self.excess: list[float] = []
+        self.nodes: dict[str, object] = {}
+        self.entities: dict[str, list[tuple[object, int]]] = {}  # executor -> (entity, prio)
+        self.rclpy = rclpy
+        self.ctx = ctx
+        self.prefix = cfg["topic_prefix"]
+
+    # clients ------------------------------------------------------------------------------
+
+    def _crunch_client(self):
+        c = self.paam.Client(priority=0, kernels=["spin"], wait="spin", direct=True,
+                             direct_backend="cpu", device_cpu=-2)
+        self.clients.append(c)
+        return c
+
+    def _gpu_client(self, chain_prio: int, name: str):
+        cfg = self.cfg
+        if self.method == "paam":
+            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait="suspend",
+                                 socket=cfg["gpu_socket"], name=name)
+        else:
+            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait="suspend",
+                                 direct=True, direct_backend=cfg["backend"],
+                                 device_cpu=cfg["device_cpu"])
+        self.clients.append(c)
+        return c
+
+    def _tpu_client(self, name: str):
+        cfg = self.cfg
+        if self.method == "paam":
+            c = self.paam.Client(priority=CHAIN_PRIORITY[TPU_NODE], kernels=["spin"],
+                                 wait="suspend", socket=cfg["tpu_socket"], name=name)
+        else:
+            c = self.paam.Client(priority=0, kernels=["spin"], wait="suspend", direct=True,
+                                 direct_backend="cpu", device_cpu=cfg["tpu_cpu"])
+        self.clients.append(c)
+        return c
+
+    def _segment(self, client, ms: float, drop: bool) -> None:
+        if ms <= 0:
+            return
+        if drop:
+            # A direct kernel runs on this thread (pinned to the device core): at SCHED_OTHER
+            # nice 0, as a GPU time-slices contexts whatever their CPU priority.
+            saved = (os.sched_getscheduler(0), os.sched_getparam(0),
+                     os.getpriority(os.PRIO_PROCESS, 0))
+            try:
+                if saved[0] != os.SCHED_OTHER:
+                    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+                if saved[2] != 0:
+                    os.setpriority(os.PRIO_PROCESS, 0, 0)
+            except OSError:
+                pass
+            client.request("spin", duration_ms=ms)
+            try:
+                if saved[0] != os.SCHED_OTHER:
+                    os.sched_setscheduler(0, saved[0], saved[1])
+                if saved[2] != 0:
+                    os.setpriority(os.PRIO_PROCESS, 0, saved[2])
+            except OSError:
+                pass
+        else:
+            client.request("spin", duration_ms=ms)
+
+    # the callback body ---------------------------------------------------------------------
+
+    def _work_fn(self, node: str, index: int, run_ms: float, gpu: bool):
+        chain_prio, _ = callback_priority(node, index)
+        crunch = self._crunch_client()
+        gpu_client = self._gpu_client(chain_prio, f"{node}.{index}") if gpu else None
+        tpu_client = self._tpu_client(f"{node}.tpu") if (gpu and node == TPU_NODE) else None
+        cpu_ms = run_ms * self.scale
+        gpu_ms, tpu_ms = self.cfg["gpu_ms"], self.cfg["tpu_ms"]
+
+        def work() -> None:
+            c0 = time.thread_time_ns()
+            crunch.request("spin", duration_ms=cpu_ms)
+            if gpu_client is not None:
+                self._segment(gpu_client, gpu_ms, self.drop_gpu)
+            if tpu_client is not None:
+                self._segment(tpu_client, tpu_ms, self.drop_tpu)
+            if self.method == "paam" and time.monotonic_ns() >= self.record_from[0]:
+                # CPU time beyond the burn (rclpy, Python); direct kernels on the CPU backend
+                # burn this thread's CPU time, so only the PAAM run can tell.
+                self.excess.append((time.thread_time_ns() - c0) / 1e6 - cpu_ms)
+        return work
+
+    def _pub(self, node, topic: str):
+        return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos)
+
+    def _sub(self, node, topic: str, fn):
+        return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos)
+
+    def _send(self, pub, hist) -> None:
+        m = self.msg_t()
+        m.data = _pack(hist)
+        pub.publish(m)
+
+    def _add(self, executor: str, entity, node: str, index: int = 0) -> None:
+        self.entities.setdefault(executor, []).append((entity, callback_priority(node, index)[1]))
+
+    # nodes ---------------------------------------------------------------------------------
+
+    def build(self, spec: NodeSpec, executor: str) -> None:
+        node = self.rclpy.create_node(spec.name, context=self.ctx,
+                                      namespace=f"cs2_{os.getpid()}")
+        self.nodes[spec.name] = node
+        me = NODE_IDS[spec.name]
+        gpu = spec.name not in NO_ACCELERATOR
+        state = {"seq": 0, "last_in": {}, "missing": 0}
+
+        def missing(topic: str, hist) -> int:
+            src = NODE_IDS[_producer(topic)]
+            seq = hist[src][1] if src in hist else None
+            last = state["last_in"].get(topic)
+            state["last_in"][topic] = seq
+            if seq is None or last is None:
+                return 0
+            return max(0, seq - last - 1)
+
+        def stamp(hist: dict, miss: int) -> dict:
+            state["seq"] += 1
+            hist[me] = (time.monotonic_ns(), state["seq"], miss)
+            return hist
+
+        if spec.kind == "sensor":
+            pub = self._pub(node, spec.name)
+            work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
+            counted = spec.name in self.published
+
+            def on_timer() -> None:
+                t0 = time.monotonic_ns()
+                work()
+                state["seq"] += 1
+                self._send(pub, {me: (t0, state["seq"], 0)})
+                if counted and t0 >= self.record_from[0]:
+                    self.published[spec.name] += 1
+            t = node.create_timer(spec.period_ms / 1e3, on_timer, clock=self.steady,
+                                  autostart=False)
+            self.timers.append(t)
+            self._add(executor, t, spec.name)
+        elif spec.kind in ("transform", "command"):
+            pub = self._pub(node, spec.name) if spec.kind == "transform" else None
+            work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
+            topic = spec.inputs[0]
+            is_oce = spec.name == "ObjectCollisionEstimator"
+
+            def on_msg(msg) -> None:
+                hist = _parse(msg.data)
+                miss = missing(topic, hist)
+                work()
+                hist = stamp(hist, miss)
+                if pub is not None:
+                    self._send(pub, hist)
+                if is_oce:
+                    self._hot(hist)
+            self._add(executor, self._sub(node, topic, on_msg), spec.name)
+        elif spec.kind == "fusion":
+            pub = self._pub(node, spec.name)
+            fuse = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
+            cache_work = [self._work_fn(spec.name, 0, spec.run_ms[1], gpu) for _ in spec.inputs]
+            cache: list = [None] * len(spec.inputs)
+            for i, topic in enumerate(spec.inputs):
+                def on_msg(msg, i=i, topic=topic) -> None:
+                    hist = _parse(msg.data)
+                    state["missing"] += missing(topic, hist)
+                    cache[i] = hist
+                    if any(c is None for c in cache):
+                        cache_work[i]()
+                        return
+                    fuse()
+                    merged: dict = {}
+                    for c in cache:
+                        _merge(merged, c)
+                    for j in range(len(cache)):
+                        cache[j] = None
+                    miss, state["missing"] = state["missing"], 0
+                    self._send(pub, stamp(merged, miss))
+                self._add(executor, self._sub(node, topic, on_msg), spec.name)
+        elif spec.kind == "intersection":
+            for i, (t_in, t_out) in enumerate(zip(spec.inputs, spec.outputs)):
+                pub = self._pub(node, t_out)
+                work = self._work_fn(spec.name, i, spec.run_ms[i], gpu)
+                conn = {"seq": 0}
+
+                def on_msg(msg, t_in=t_in, pub=pub, work=work, conn=conn) -> None:
+                    hist = _parse(msg.data)
+                    miss = missing(t_in, hist)
+                    work()
+                    conn["seq"] += 1
+                    hist[me] = (time.monotonic_ns(), conn["seq"], miss)
+                    self._send(pub, hist)
+                self._add(executor, self._sub(node, t_in, on_msg), spec.name, i)
+        elif spec.kind == "cyclic":
+            pub = self._pub(node, spec.name)
+            work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
+            cache_work = self._work_fn(spec.name, 1, spec.run_ms[1], gpu)
+            cache: dict = {}
+            for topic in spec.inputs:
+                def on_msg(msg, topic=topic) -> None:
+                    hist = _parse(msg.data)
+                    state["missing"] += missing(topic, hist)
+                    cache[topic] = hist
+                    cache_work()
+                self._add(executor, self._sub(node, topic, on_msg), spec.name)
+
+            def on_timer() -> None:
+                t0 = time.monotonic_ns()
+                if t0 >= self.record_from[0]:
+                    self.bp_starts.append(t0)
+                work()
+                merged: dict = {}
+                for h in cache.values():
+                    _merge(merged, h)
+                cache.clear()
+                miss, state["missing"] = state["missing"], 0
+                self._send(pub, stamp(merged, miss))
+            t = node.create_timer(spec.period_ms / 1e3, on_timer, clock=self.steady,
+                                  autostart=False)
+            self.timers.append(t)
+            self._add(executor, t, spec.name)
+        else:
+            raise ValueError(spec.kind)
+
+    def _hot(self, hist: dict) -> None:
+        end = time.monotonic_ns()
+        f, r = hist.get(NODE_IDS["FrontLidarDriver"]), hist.get(NODE_IDS["RearLidarDriver"])
+        if f is None or r is None:
+            return
+        start = max(f[0], r[0])
+        if start < self.record_from[0]:
+            return
+        miss = sum(v[2] for k, v in hist.items() if k in HOT_IDS)
+        self.hot.append((end, end - start, miss, f[1], r[1]))
+
+
+def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
+    """The calling thread's OS priority for PiCAS/PAAM (SCHED_FIFO, else the nice ladder)."""
+    common.pin_this_thread([cpu])
+    if cfg["rt"] in ("auto", "fifo"):
+        note = common.apply_priority(prio, cfg["rt"])
+    else:
+        note = common.apply_priority(prio, "nice")
+    return f"{note}, CPU {cpu}"
+
+
+def _executor(cfg: dict, path: str, sync: dict) -> None:
+    cpus = sorted(set(cfg["cpus"].values()))
+    common.pin_this_thread(cpus)  # every thread (DDS's included) on the process's cores
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    ctx = Context()
+    rclpy.init(context=ctx)
+    g = _Graph(cfg, ctx)
+    for ex_name, nodes in cfg["executors"].items():
+        for n in nodes:
+            g.build(BY_NAME[n], ex_name)
+
+    method, setup = cfg["method"], cfg["setup"]
+    executors: dict[str, object] = {}
+    rt_notes: dict[str, str] = {}
+    if method == "ros2" and setup == "MT":
+        ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+        for node in g.nodes.values():
+            ex.add_node(node)
+        executors["MT"] = ex
+        rt_notes["MT"] = (f"rclpy MultiThreadedExecutor(4 threads), SCHED_OTHER nice 0, CPUs "
+                          f"{cpus}")
+    else:
+        for ex_name, nodes in cfg["executors"].items():
+            if method == "ros2":
+                ex = SingleThreadedExecutor(context=ctx)
+            else:
+                from paam.ros import PicasExecutor
+                ex = PicasExecutor(context=ctx)
+                for entity, prio in g.entities[ex_name]:
+                    ex.set_callback_priority(entity, prio)
+            for n in nodes:
+                ex.add_node(g.nodes[n])
+            executors[ex_name] = ex
+
+    sync["ready"].put(cfg["name"])
+    if not sync["go"].wait(180):
+        raise RuntimeError("no start signal from the parent")
+    left = sync["start_at"].value - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+    start = time.monotonic_ns()
+    for t in g.timers:
+        t.reset()
+    g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
+    end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+
+    def spin(ex_name: str, ex) -> None:
+        if method == "ros2":
+            if setup == "4ST":
+                common.pin_this_thread([cfg["cpus"][ex_name]])
+                rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
+        else:
+            rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
+                                              cfg["cpus"][ex_name])
+        while time.monotonic_ns() < end:
+            ex.spin_once(timeout_sec=0.05)
+
+    if len(executors) == 1:
+        (name, ex), = executors.items()
+        spin(name, ex)
+    else:  # MT with PicasExecutors: one thread each
+        threads = [threading.Thread(target=spin, args=(n, e), name=f"picas-{n}", daemon=True)
+                   for n, e in executors.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for t in g.timers:
+        t.cancel()
+    np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, 5),
+             bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
+             published=np.asarray([g.published["FrontLidarDriver"],
+                                   g.published["RearLidarDriver"]], dtype=np.int64),
+             excess=np.asarray(g.excess, dtype=np.float64),
+             rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
+    for c in g.clients:
+        c.close()
+    for ex in executors.values():
+        ex.shutdown()
+    for n in g.nodes.values():
+        n.destroy_node()
+    rclpy.shutdown(context=ctx)
+
+
+# -- one setup x method -------------------------------------------------------------------------
+
+
+def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: dict,
+            placement: dict, progress: str) -> dict:
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    sync = {"ready": ctx.Queue(), "go": ctx.Event(), "start_at": ctx.Value("d", 0.0)}
+    base = {"method": method, "setup": setup, "scale": args.scale, "gpu_ms": args.gpu_ms_eff,
+            "tpu_ms": args.tpu_ms_eff, "backend": args.backend,
+            "device_cpu": placement["device_cpu"], "tpu_cpu": placement["tpu_cpu"],
+            "gpu_socket": sockets.get("gpu"), "tpu_socket": sockets.get("tpu"), "rt": args.rt,
+            "direct_keeps_priority": args.direct_keeps_priority,
+            "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
+            "warmup_s": args.warmup, "duration_s": args.duration,
+            "priorities": {e[0]: e[2] for e in EXECUTORS}}
+    groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
+              else [{e[0]: e[3] for e in EXECUTORS}])
+    procs = []
+    for i, exs in enumerate(groups):
+        cfg = dict(base, executors=exs, name="+".join(exs),
+                   cpus={k: cpus_map[k] for k in exs})
+        path = os.path.join(tmp, f"{setup}-{method}-{i}.npz")
+        p = ctx.Process(target=executor_main, args=(cfg, path, sync))
+        p.start()
+        procs.append((p, path, cfg["name"]))
+    for _ in procs:
+        try:
+            sync["ready"].get(timeout=180)
+        except Exception:  # noqa: BLE001 - queue.Empty
+            break
+    start_at = time.monotonic() + 0.5
+    sync["start_at"].value = start_at
+    sync["go"].set()
+    total = args.warmup + args.duration
+    finish = start_at + total
+    next_note = time.monotonic() + 30
+    while any(p.is_alive() for p, _, _ in procs) and time.monotonic() < finish + 120:
+        time.sleep(0.5)
+        if time.monotonic() >= next_note and time.monotonic() < finish:
+            done = time.monotonic() - start_at
+            print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
+            next_note += 30
+    hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
+    for p, path, name in procs:
+        p.join(max(1.0, finish + 120 - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            raise SystemExit(f"{setup}/{method}: process {name} did not finish")
+        if os.path.exists(path + ".err"):
+            raise SystemExit(f"{setup}/{method}: process {name} failed: "
+                             f"{Path(path + '.err').read_text()}")
+        with np.load(path) as z:
+            hot.append(z["hot"])
+            if z["bp_starts"].size:
+                bp.append(z["bp_starts"])
+            published += z["published"]
+            excess.extend(z["excess"].tolist())
+            rt.extend(str(x) for x in z["rt"])
+    hot_a = np.vstack(hot) if hot else np.zeros((0, 5), dtype=np.int64)
+    hot_a = hot_a[np.argsort(hot_a[:, 0])]
+    starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
+    return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
+            "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
+            "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9)}
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--setups", default="4ST,MT", help="subset of 4ST, MT")
+    p.add_argument("--methods", default="ros2,picas,paam", help="subset of ros2, picas, paam")
+    p.add_argument("--duration", type=float, default=600.0,
+                   help="seconds per setup and method (default 600, the paper's 10 minutes)")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds not recorded (default 2)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="factor on the run times and segments (default 1: the reference "
+                        "system's run times); the periods stay the reference system's")
+    p.add_argument("--gpu-ms", type=float, default=1.0,
+                   help="GPU segment of every callback but the behavior planner's, before "
+                        "--scale (default 1 ms)")
+    p.add_argument("--tpu-ms", type=float, default=5.0,
+                   help="TPU segment of the rear points transformer, before --scale "
+                        "(default 5 ms)")
+    p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
+                   help="GPU backend (the TPU stand-in is always the cpu backend)")
+    p.add_argument("--rt", default="auto", choices=["auto", "fifo", "nice"],
+                   help="executor OS priorities for PiCAS and PAAM: SCHED_FIFO when permitted "
+                        "else a nice ladder (auto), SCHED_FIFO only, or the nice ladder only "
+                        "(paamd then runs without --rt, its dispatcher raised to nice -20)")
+    p.add_argument("--direct-keeps-priority", action="store_true",
+                   help="cpu backend: let direct kernels run at the executor's OS priority")
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
+    p.add_argument("--out", default="results/eval/case-study-2")
+
+
+def placement_for(backend: str) -> dict:
+    """Executor cores (the paper's 2-5 mapped onto the cores beside the device core), the GPU
+    stand-in's core and the TPU stand-in's core."""
+    cpus = common.host_cpus(backend)
+    dev = common.device_cpu() if backend == "cpu" else -2
+    ex_cpus = {e[0]: common.map_cpu(e[1], cpus) for e in EXECUTORS}
+    spare = [c for c in cpus if c not in ex_cpus.values()]
+    if spare:
+        tpu, tpu_note = spare[-1], "own core"
+    elif backend == "cpu" and dev >= 0:
+        tpu, tpu_note = dev, "shares the GPU stand-in's core (no core left)"
+    else:
+        tpu, tpu_note = cpus[-1], "shares an executor core (no core left)"
+    return {"executor_cpus": ex_cpus, "device_cpu": dev, "tpu_cpu": tpu, "tpu_note": tpu_note,
+            "host_cpus": cpus}
+
+
+def run(args: argparse.Namespace) -> int:
+    from paam.ros import ROS_MISSING_HINT, ros_available
+    if not ros_available():
+        print(f"paam eval case-study-2: {ROS_MISSING_HINT}")
+        return 2
+    try:
+        import std_msgs.msg  # noqa: F401
+    except ImportError:
+        print("paam eval case-study-2: std_msgs is missing (scripts/requirements-ros.txt)")
+        return 2
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 200)))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if args.quick:
+        args.scale = min(args.scale, 0.2)
+        args.duration = min(args.duration, 3.0)
+        args.warmup = min(args.warmup, 1.0)
+        args.setups = "4ST"
+    methods = [METHOD_KEYS.get(m.strip()) for m in args.methods.split(",") if m.strip()]
+    if None in methods or not methods:
+        raise SystemExit("--methods: choose from ros2, picas, paam")
+    setups = [s.strip().upper() for s in args.setups.split(",") if s.strip()]
+    if not setups or any(s not in SETUPS for s in setups):
+        raise SystemExit("--setups: choose from 4ST, MT")
+    if args.scale <= 0 or args.duration <= 0 or args.gpu_ms < 0 or args.tpu_ms < 0:
+        raise SystemExit("--scale and --duration must be positive, segments not negative")
+    args.gpu_ms_eff = args.gpu_ms * args.scale
+    args.tpu_ms_eff = args.tpu_ms * args.scale
+    pl = placement_for(args.backend)
+    dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
+    out = common.out_dir(args.out)
+    meta = common.machine_meta(args.backend)
+    keys = {v: k for k, v in METHOD_KEYS.items()}
+    print(f"paam eval case-study-2: the Autoware reference system ({len(SYSTEM)} nodes), "
+          f"run times and segments x{args.scale:g} (GPU {args.gpu_ms_eff:g} ms, TPU "
+          f"{args.tpu_ms_eff:g} ms), {args.duration:g} s per run, setups {'/'.join(setups)}, "
+          f"methods {'/'.join(methods)}\n  {common.machine_line(meta)}\n  executor CPUs: "
+          + ", ".join(f"{k}->{v}" for k, v in pl["executor_cpus"].items())
+          + (f"; GPU stand-in core {pl['device_cpu']}" if args.backend == "cpu" else "")
+          + f"; TPU stand-in core {pl['tpu_cpu']} ({pl['tpu_note']})\n  demand per 4ST "
+          "executor (CPU ms/s): " + ", ".join(
+              f"{k} {v['cpu_ms_per_s']:.0f}" for k, v in dem["executors"].items())
+          + f"; GPU {dem['gpu_ms_per_s']:.0f} ms/s, TPU {dem['tpu_ms_per_s']:.0f} ms/s, "
+          f"{dem['callbacks_per_s']:.0f} callbacks/s", flush=True)
+
+    from paam.eval.case_study1 import raise_server_threads
+    from paam.testing import start_server
+    n_buckets = len(set(CHAIN_PRIORITY.values()) | set(CONNECTION_PRIORITY.values()))
+    results: dict[tuple[str, str], dict] = {}
+    server_notes = []
+    runs = [(s, m) for s in setups for m in methods]
+    with tempfile.TemporaryDirectory(prefix="paam-eval-cs2-") as tmp:
+        for i, (setup, m) in enumerate(runs, 1):
+            label = f"[{i}/{len(runs)}] {setup} / {m}"
+            print(f"{label} ...", flush=True)
+            t0 = time.monotonic()
+            if m == "PAAM":
+                rt_args = [] if args.rt == "nice" else ["--rt"]
+                with start_server(buckets=n_buckets, backend=args.backend,
+                                  device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
+                                  extra_args=rt_args) as gpu_srv, \
+                        start_server(buckets=1, backend="cpu", device_cpu=pl["tpu_cpu"],
+                                     extra_args=rt_args) as tpu_srv:
+                    if args.rt == "nice":
+                        server_notes = [raise_server_threads(gpu_srv.pid, pl["device_cpu"]),
+                                        raise_server_threads(tpu_srv.pid, pl["tpu_cpu"])]
+                    res = run_one(setup, keys[m], args, tmp, {"gpu": gpu_srv.socket_path,
+                                                              "tpu": tpu_srv.socket_path},
+                                  pl["executor_cpus"], pl, label)
+            else:
+                res = run_one(setup, keys[m], args, tmp, {}, pl["executor_cpus"], pl, label)
+            results[(setup, m)] = res
+            lat = res["latency_ms"]
+            print(f"    done in {time.monotonic() - t0:.0f} s: {lat.size} hot-path instances, "
+                  f"max {np.max(lat) if lat.size else float('nan'):.1f} ms, "
+                  f"{int(res['drops'].sum())} drops", flush=True)
+
+    summary: dict = {}
+    rows, raw_hot, raw_bp = [], [], []
+    for (setup, m), r in results.items():
+        lat, drops, bp = r["latency_ms"], r["drops"], r["bp_period_ms"]
+        s = {"hot_path_ms": common.summarize(lat), "bp_period_ms": common.summarize(bp),
+             "drops": {"total": int(drops.sum()), "instances_with_drops":
+                       int((drops > 0).sum()), "max_per_instance":
+                       int(drops.max()) if drops.size else 0,
+                       "mean_per_instance": float(drops.mean()) if drops.size else float("nan"),
+                       "histogram": {str(int(k)): int(v) for k, v in
+                                     zip(*np.unique(drops, return_counts=True))}},
+             "lidar_samples": {"front": r["published"][0], "rear": r["published"][1]},
+             "rt": r["rt"],
+             "cpu_beyond_burn_ms": common.summarize(r["excess_ms"])}
+        summary.setdefault(setup, {})[m] = s
+        rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
+                     "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
+                     "hot_p99_ms": s["hot_path_ms"]["p99"], "hot_max_ms": s["hot_path_ms"]["max"],
+                     "drops_total": s["drops"]["total"],
+                     "instances_with_drops": s["drops"]["instances_with_drops"],
+                     "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
+                     "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
+        for e, x, d in zip(r["hot_end_ns"], lat, drops):
+            raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
+                            "latency_ms": float(x), "drops": int(d)})
+        raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
+    common.write_csv(out / "summary.csv", rows)
+    common.write_csv(out / "hot_path.csv", raw_hot)
+    common.write_csv(out / "bp_period.csv", raw_bp)
+    params = {k: v for k, v in vars(args).items() if k != "func"}
+    common.write_json(out / "summary.json", {
+        "meta": meta, "params": params, "placement": pl, "demand": dem,
+        "gpu_buckets": n_buckets, "server_threads": server_notes,
+        "hot_path_run_ms": hot_path_floor(args), "results": summary})
+    text = render(summary, setups, methods, meta, args, pl, dem)
+    (out / "summary.txt").write_text(text)
+    print("\n" + text)
+    try:
+        plot_latency(results, setups, methods, out / "fig11a_hot_path_latency.png", args)
+        plot_bp(results, setups, methods, out / "fig11b_bp_period.png", args)
+        plot_drops(results, setups, methods, out / "fig11c_drops.png", args)
+        print(f"wrote {out}/summary.csv, hot_path.csv, bp_period.csv, summary.json, "
+              "summary.txt, fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png")
+    except Exception as exc:  # noqa: BLE001
+        print(f"wrote {out}/summary.*, hot_path.csv, bp_period.csv (no plots: {exc})")
+    return 0
+
+
+def hot_path_floor(args) -> float:
+    """The least a hot-path instance can take (ms): from the later lidar stamp, that lidar's
+    own callback, one points transformer, the fusing callback, ray ground filter, cluster
+    detector and collision estimator, each its run time and GPU segment."""
+    runs = (SENSOR + TRANSFORM + FUSE + 3 * TRANSFORM) * args.scale
+    return runs + 6 * args.gpu_ms * args.scale
+
+
+def render(summary, setups, methods, meta, args, pl, dem) -> str:
+    lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
+             f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
+             f"{args.duration:g} s per run",
+             common.machine_line(meta),
+             f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
+             f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]
+    head = ["setup", "method", "n", "hot min", "mean", "p99", "max", "drops", "inst w/ drops",
+            "BP mean", "BP min", "BP max", "BP std"]
+    rows = [head]
+    for s in setups:
+        for m in methods:
+            r = summary[s][m]
+            h, b, d = r["hot_path_ms"], r["bp_period_ms"], r["drops"]
+            rows.append([s, m, str(h["n"]), common.fmt(h["min"]), common.fmt(h["mean"]),
+                         common.fmt(h["p99"]), common.fmt(h["max"]), str(d["total"]),
+                         str(d["instances_with_drops"]), common.fmt(b["mean"]),
+                         common.fmt(b["min"]), common.fmt(b["max"]), common.fmt(b["std"])])
+    lines.append(common.table(rows, right=range(2, len(head))))
+    lines.append("")
+    lines.append("demand per 4ST executor (CPU ms per s): " + ", ".join(
+        f"{k} {v['cpu_ms_per_s']:.0f}" for k, v in dem["executors"].items())
+        + f"; GPU {dem['gpu_ms_per_s']:.0f} ms/s; TPU {dem['tpu_ms_per_s']:.0f} ms/s")
+    lines.append("cores: executors " + ", ".join(
+        f"{k}->{v}" for k, v in pl["executor_cpus"].items())
+        + (f"; GPU stand-in {pl['device_cpu']}" if args.backend == "cpu" else "")
+        + f"; TPU stand-in {pl['tpu_cpu']} ({pl['tpu_note']})")
+    for s in setups:
+        for m in methods:
+            lines.append(f"{s} {m} executors: " + " | ".join(summary[s][m]["rt"]))
+    return "\n".join(lines) + "\n"
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+
+def _labels(setups, methods):
+    return [(s, m) for s in setups for m in methods]
+
+
+def plot_latency(results, setups, methods, path: Path, args) -> None:
+    plt = common.pyplot()
+    keys = _labels(setups, methods)
+    data = [results[k]["latency_ms"] if results[k]["latency_ms"].size else np.array([np.nan])
+            for k in keys]
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
+    parts = ax.boxplot(data, whis=(0, 100), patch_artist=True, widths=0.6)
+    for patch, (_s, m) in zip(parts["boxes"], keys):
+        patch.set_facecolor(common.COLORS[m])
+    for i, d in enumerate(data, 1):
+        if np.isfinite(d).any():
+            ax.text(i, np.nanmax(d), f"{np.nanmax(d):.0f}", ha="center", va="bottom", fontsize=7)
+    ax.axhline(hot_path_floor(args), color="k", ls=":", lw=0.8)
+    ax.set_xticks(range(1, len(keys) + 1), [f"{s}\n{m}" for s, m in keys], fontsize=8)
+    ax.set_ylabel("hot-path latency (ms)")
+    ax.set_title(f"Case study 2 (x{args.scale:g}): hot-path latency (Fig. 11a)\n"
+                 "whiskers min/max, dotted = run-time floor", fontsize=9)
+    common.save(fig, path)
+
+
+def plot_bp(results, setups, methods, path: Path, args) -> None:
+    plt = common.pyplot()
+    keys = _labels(setups, methods)
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
+    data = [results[k]["bp_period_ms"] if results[k]["bp_period_ms"].size else np.array([np.nan])
+            for k in keys]
+    ok = [i for i, d in enumerate(data) if np.isfinite(d).any()]
+    if ok:
+        parts = ax.violinplot([data[i] for i in ok], positions=[i + 1 for i in ok],
+                              showextrema=True, widths=0.8)
+        for body, i in zip(parts["bodies"], ok):
+            body.set_facecolor(common.COLORS[keys[i][1]])
+            body.set_alpha(0.7)
+    ax.axhline(100, color="k", ls="--", lw=0.8)
+    ax.set_xticks(range(1, len(keys) + 1), [f"{s}\n{m}" for s, m in keys], fontsize=8)
+    ax.set_ylabel("behavior-planner period (ms)")
+    ax.set_title(f"Case study 2 (x{args.scale:g}): behavior-planner period (Fig. 11b)\n"
+                 "dashed = the 100 ms period; bars min/max", fontsize=9)
+    common.save(fig, path)
+
+
+def plot_drops(results, setups, methods, path: Path, args) -> None:
+    plt = common.pyplot()
+    keys = _labels(setups, methods)
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
+    top = max([int(results[k]["drops"].max()) if results[k]["drops"].size else 0
+               for k in keys] + [1])
+    levels = list(range(0, top + 1))
+    bottom = np.zeros(len(keys))
+    cmap = plt.get_cmap("viridis", max(2, len(levels)))
+    for lv in levels:
+        frac = np.array([float((results[k]["drops"] == lv).mean()) if results[k]["drops"].size
+                         else 0.0 for k in keys])
+        ax.bar(range(len(keys)), frac, bottom=bottom, color=cmap(lv), label=f"{lv} dropped",
+               edgecolor="white", linewidth=0.3)
+        bottom += frac
+    for i, k in enumerate(keys):
+        d = results[k]["drops"]
+        ax.text(i, 1.01, f"{int(d.sum())}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(keys)), [f"{s}\n{m}" for s, m in keys], fontsize=8)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("fraction of hot-path instances")
+    ax.legend(fontsize=7, ncol=min(4, len(levels)), loc="lower right")
+    ax.set_title(f"Case study 2 (x{args.scale:g}): dropped samples per hot-path instance "
+                 "(Fig. 11c)\nnumber on top = total dropped", fontsize=9)
+    common.save(fig, path)
