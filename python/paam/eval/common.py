@@ -21,6 +21,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from paam.ros.rt import apply_rt, nice_for  # noqa: F401 - nice_for: the eval's name for it
+
 # -- output -------------------------------------------------------------------------------------
 
 
@@ -177,27 +179,10 @@ def apply_priority(rt_priority: int | None, mode: str = "auto") -> str:
     ``mode``: ``fifo`` (SCHED_FIFO ``rt_priority`` or nothing), ``nice`` (nice value mapped from
     the RT priority: 90 → -20, one step per priority level, at most 0), ``auto`` (fifo when
     permitted, else nice: the fallback for machines that deny SCHED_FIFO), ``none``.
+    The implementation is :func:`paam.ros.rt.apply_rt` (no ROS needed); this returns its
+    ``priority_summary``.
     """
-    if rt_priority is None or mode == "none":
-        return "SCHED_OTHER nice 0"
-    if mode in ("fifo", "auto"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(rt_priority)))
-            return f"SCHED_FIFO {rt_priority}"
-        except (OSError, AttributeError) as err:
-            if mode == "fifo":
-                return f"SCHED_FIFO {rt_priority} denied ({err}); SCHED_OTHER"
-    nice = nice_for(rt_priority)
-    try:
-        # On Linux, PRIO_PROCESS with the thread id sets one thread's nice value.
-        os.setpriority(os.PRIO_PROCESS, threading_native_id(), nice)
-        return f"nice {nice} (fallback)" if mode == "auto" else f"nice {nice}"
-    except OSError as err:
-        return f"nice {nice} denied ({err}); nice 0"
-
-
-def nice_for(rt_priority: int) -> int:
-    return max(-20, min(0, -20 + (90 - int(rt_priority))))
+    return apply_rt(rt_priority, None, mode=mode, log=lambda _line: None).priority_summary
 
 
 def threading_native_id() -> int:

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", default="hybrid", choices=["spin", "suspend", "hybrid"],
                    help="how the bridge's threads wait for paamd (default hybrid)")
     p.add_argument("--rt-priority", type=int, default=None,
-                   help="SCHED_FIFO priority of the bridge's executor thread (when permitted)")
+                   help="RT priority of the bridge's executor thread: SCHED_FIFO when permitted, "
+                        "else the nice value of paam.ros.rt.nice_for (90 -> -20)")
     p.add_argument("--cpu", type=int, default=None, help="pin the executor thread to this CPU")
     p.set_defaults(func=_bridge)
 

@@ -11,7 +11,8 @@ RTAS 2021):
   never the stock executor's sweep over everything that was ready at one wait in type order
   (timers, subscriptions, guards, clients, services);
 * :meth:`PicasExecutor.set_executor_priority_cpu` then :meth:`PicasExecutor.spin_rt` run the
-  executor's thread under SCHED_FIFO pinned to one CPU when permitted, and report clearly when not.
+  executor's thread under SCHED_FIFO pinned to one CPU when permitted, under a nice value derived
+  from the priority where SCHED_FIFO is refused (:mod:`paam.ros.rt`), and report what it got.
 
 How it works. Jazzy's ``Executor._wait_for_ready_callbacks`` generator builds a wait set, waits,
 and yields a handler task per ready entity (marking the entity so it is not waited on again until
@@ -43,6 +44,7 @@ from rclpy.executors import (ConditionReachedException, Executor, ShutdownExcept
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future, Task
 
+from paam.ros.rt import MODES as RT_MODES
 from paam.ros.rt import RtReport, apply_rt
 
 __all__ = ["PicasExecutor", "PickStats"]
@@ -110,6 +112,7 @@ class PicasExecutor(Executor):
         self._hooked: "weakref.WeakSet[Future]" = weakref.WeakSet()
         self._rt_priority: Optional[int] = None
         self._rt_cpu: Optional[int] = None
+        self._rt_mode = "auto"
         self.rt_report: Optional[RtReport] = None
         self.stats = PickStats()
         # Called with (entity, priority) just before each callback runs; tests and tracing.
@@ -164,30 +167,44 @@ class PicasExecutor(Executor):
                 self.set_callback_priority(entity, table[(c.name, name)])
         return {name: table[(chain.name, name)] for name in chain.callback_names}
 
-    def set_executor_priority_cpu(self, rt_priority: Optional[int], cpu: Optional[int]) -> None:
-        """Ask for SCHED_FIFO ``rt_priority`` and affinity to ``cpu`` for the spinning thread.
+    def set_executor_priority_cpu(self, rt_priority: Optional[int], cpu: Optional[int], *,
+                                  mode: str = "auto") -> None:
+        """Ask for RT priority ``rt_priority`` and affinity to ``cpu`` for the spinning thread.
 
         Applied by :meth:`spin_rt` (or :meth:`apply_rt`) in the thread that spins; ``None`` leaves
-        a knob alone. What was applied, and why not, is in :attr:`rt_report`.
+        a knob alone. ``mode`` (:func:`paam.ros.rt.apply_rt`): ``auto`` is SCHED_FIFO where
+        permitted, else the nice value of :func:`paam.ros.rt.nice_for`, else SCHED_OTHER;
+        ``fifo``, ``nice``, ``none``. What was applied, and why not, is in :attr:`rt_report`.
         """
+        if mode not in RT_MODES:
+            raise ValueError(f"mode must be one of {RT_MODES}, not {mode!r}")
         self._rt_priority = rt_priority
         self._rt_cpu = cpu
+        self._rt_mode = mode
 
     @property
     def rt_settings(self) -> "tuple[Optional[int], Optional[int]]":
-        """(SCHED_FIFO priority, CPU) that :meth:`spin_rt` applies; None: left alone."""
+        """(RT priority, CPU) that :meth:`spin_rt` applies; None: left alone."""
         return self._rt_priority, self._rt_cpu
 
-    def apply_rt(self) -> RtReport:
-        """Apply the settings of :meth:`set_executor_priority_cpu` to the calling thread."""
-        self.rt_report = apply_rt(self._rt_priority, self._rt_cpu)
+    def apply_rt(self, *, mode: Optional[str] = None,
+                 log: Optional[Callable[[str], None]] = None) -> RtReport:
+        """Apply the settings of :meth:`set_executor_priority_cpu` to the calling thread.
+
+        ``mode`` overrides the one given there. Writes no line unless ``log`` is given (the
+        caller reports :attr:`rt_report`; :meth:`spin_rt` writes one line).
+        """
+        self.rt_report = apply_rt(self._rt_priority, self._rt_cpu,
+                                  mode=mode or self._rt_mode,
+                                  log=log if log is not None else (lambda _line: None))
         return self.rt_report
 
     def spin_rt(self, *, log: Optional[Callable[[str], None]] = None) -> None:
-        """Apply the real-time settings to the calling thread, report them, and spin.
+        """Apply the real-time settings to the calling thread, report them in one line, and spin.
 
-        :param log: where the report goes (a node logger's ``info``/``warning``); stderr when
-            ``None``. A denied setting is reported and the executor spins regardless.
+        :param log: where the line goes (a node logger's ``info``/``warning``); stderr when
+            ``None``. A denied setting (SCHED_FIFO refused: the nice fallback; that refused too:
+            SCHED_OTHER) is reported and the executor spins regardless.
         """
         report = self.apply_rt()
         if self._rt_priority is not None or self._rt_cpu is not None:

@@ -1,86 +1,207 @@
-"""Real-time knobs for the calling thread: SCHED_FIFO priority and CPU affinity.
+"""Real-time knobs for the calling thread: an OS priority and CPU affinity.
 
-Both are applied when the machine permits them and reported clearly when it does not; nothing
-here raises because a knob was denied (DESIGN.md: "nothing fails because a machine denies
-them"). No ROS dependency: the bridge and the executor both use it.
+The one implementation of "give this thread a real-time priority, or the best the machine
+allows" in paam: :class:`paam.ros.PicasExecutor` (``spin_rt``), the bridge, and the evaluation
+(``paam.eval.common.apply_priority``, ``--rt auto|fifo|nice``) all use :func:`apply_rt`.
+
+Modes (``mode=``):
+
+* ``auto`` (default): SCHED_FIFO at the requested priority; where the machine refuses it
+  (EPERM: no CAP_SYS_NICE and no rtprio limit, as on machines that allow ``nice -20`` but not
+  SCHED_FIFO), the thread's nice value from :func:`nice_for` instead; where that is refused
+  too, the thread stays SCHED_OTHER at its current nice value.
+* ``fifo``: SCHED_FIFO or nothing.
+* ``nice``: the nice value only (what a machine that denies SCHED_FIFO gets).
+* ``none``: leave the policy alone (affinity is still applied).
+
+The nice ladder (:func:`nice_for`): RT priority 90 and above → nice -20, then one nice step per
+priority step down (89 → -19, 80 → -10, ...), RT priority 70 and below → nice 0. So a higher RT
+priority never gets a higher nice value, and the executors of a system keep their relative order
+as long as their priorities lie in 70..90 (paam's configurations use 70..90).
+
+An invalid SCHED_FIFO priority (EINVAL: outside 1..99) is a configuration error, not a refusal:
+it is reported and not mapped to a nice value.
+
+The CPU affinity is applied whenever one is asked for, whatever happens to the priority.
+Nothing here raises because a knob was denied (DESIGN.md: "nothing fails because a machine
+denies them"); :func:`apply_rt` returns an :class:`RtReport` and writes one line saying what was
+applied. No ROS dependency (importable without rclpy).
 """
 from __future__ import annotations
 
 import dataclasses
 import errno
+import logging
 import os
+import threading
+from typing import Callable, Optional
+
+__all__ = ["RtReport", "apply_rt", "nice_for", "MODES", "NICE_TOP_PRIORITY"]
+
+MODES = ("auto", "fifo", "nice", "none")
+
+#: The RT priority that maps to nice -20 (and every priority above it).
+NICE_TOP_PRIORITY = 90
+
+_logger = logging.getLogger("paam.rt")
+
+
+def nice_for(rt_priority: int) -> int:
+    """The nice value standing in for SCHED_FIFO ``rt_priority`` (see the module docstring):
+    ``-20 + (90 - rt_priority)``, clamped to -20..0."""
+    return max(-20, min(0, -20 + (NICE_TOP_PRIORITY - int(rt_priority))))
 
 
 @dataclasses.dataclass
 class RtReport:
-    """What :func:`apply_rt` asked for and what the calling thread got."""
+    """What :func:`apply_rt` asked for and what the calling thread got.
+
+    ``policy`` is what the thread runs under afterwards, as far as this call is concerned:
+    ``"SCHED_FIFO"``, ``"nice"`` (SCHED_OTHER at ``nice``) or ``"SCHED_OTHER"`` (nothing
+    applied; also when no priority was asked for). ``priority_applied`` is True only for
+    SCHED_FIFO; ``fallback`` is True when a nice value stands in for a refused SCHED_FIFO.
+    """
 
     requested_priority: int | None
     requested_cpu: int | None
+    mode: str = "auto"
     priority_applied: bool = False
     cpu_applied: bool = False
+    policy: str = "SCHED_OTHER"
+    nice: int | None = None
+    fallback: bool = False
+    fifo_error: OSError | None = None
+    nice_error: OSError | None = None
     messages: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """True when everything that was requested was applied."""
-        return ((self.requested_priority is None or self.priority_applied)
-                and (self.requested_cpu is None or self.cpu_applied))
+        """True when everything that was requested was applied as requested (SCHED_FIFO for
+        ``auto``/``fifo``, the nice value for ``nice``; a fallback is not ``ok``)."""
+        if self.requested_priority is None or self.mode == "none":
+            prio_ok = True
+        elif self.mode == "nice":
+            prio_ok = self.policy == "nice"
+        else:
+            prio_ok = self.priority_applied
+        return prio_ok and (self.requested_cpu is None or self.cpu_applied)
+
+    @property
+    def priority_summary(self) -> str:
+        """The priority outcome in a few words (``paam eval``'s result files record this)."""
+        p, n = self.requested_priority, self.nice
+        if p is None or self.mode == "none":
+            return "SCHED_OTHER nice 0"
+        if self.priority_applied:
+            return f"SCHED_FIFO {p}"
+        if self.mode == "fifo":
+            return f"SCHED_FIFO {p} denied ({self.fifo_error}); SCHED_OTHER"
+        if n is None:  # auto, SCHED_FIFO failed for a reason other than a refusal
+            return f"SCHED_FIFO {p} not applied ({self.fifo_error}); SCHED_OTHER"
+        if self.policy == "nice":
+            return f"nice {n} (fallback)" if self.fallback else f"nice {n}"
+        return f"nice {n} denied ({self.nice_error}); nice 0"
 
     def __str__(self) -> str:
         return "; ".join(self.messages) if self.messages else "no real-time settings requested"
 
 
-def _explain_priority_error(err: OSError, priority: int) -> str:
+def _explain_fifo_error(err: OSError, priority: int) -> str:
+    """Why SCHED_FIFO ``priority`` was not applied (the caller says what happens instead)."""
     if err.errno == errno.EPERM:
         return (f"SCHED_FIFO priority {priority} denied (EPERM): needs CAP_SYS_NICE or an "
-                f"rtprio limit >= {priority} (ulimit -r, /etc/security/limits.conf); "
-                "thread stays SCHED_OTHER")
+                f"rtprio limit >= {priority} (ulimit -r, /etc/security/limits.conf)")
     if err.errno == errno.EINVAL:
         lo = os.sched_get_priority_min(os.SCHED_FIFO)
         hi = os.sched_get_priority_max(os.SCHED_FIFO)
-        return (f"SCHED_FIFO priority {priority} invalid (EINVAL): valid range is {lo}..{hi}; "
-                "thread stays SCHED_OTHER")
-    return f"SCHED_FIFO priority {priority} not applied ({err}); thread stays SCHED_OTHER"
+        return f"SCHED_FIFO priority {priority} invalid (EINVAL): valid range is {lo}..{hi}"
+    return f"SCHED_FIFO priority {priority} not applied ({err})"
 
 
-def apply_rt(priority: int | None, cpu: int | None) -> RtReport:
-    """Give the calling thread SCHED_FIFO ``priority`` and pin it to ``cpu``.
+def _refused(err: BaseException) -> bool:
+    """SCHED_FIFO refused by the machine (as opposed to asked for wrongly)."""
+    return not isinstance(err, OSError) or err.errno in (errno.EPERM, errno.EACCES, errno.ENOSYS)
+
+
+def _apply_affinity(report: RtReport, cpu: int) -> None:
+    if not hasattr(os, "sched_setaffinity"):
+        report.messages.append(f"CPU affinity not supported on this platform; cpu {cpu} "
+                               "not applied")
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        os.sched_setaffinity(0, {cpu})
+        report.cpu_applied = True
+        report.messages.append(f"pinned to CPU {cpu}")
+    except OSError as err:
+        report.messages.append(f"CPU {cpu} not applied ({os.strerror(err.errno or 0) or err}); "
+                               f"thread may run on CPUs {allowed}")
+
+
+def _apply_nice(report: RtReport, priority: int, *, fallback: bool) -> None:
+    nice = nice_for(priority)
+    report.nice = nice
+    report.fallback = fallback
+    how = f"nice {nice} (from RT priority {priority})"
+    try:
+        # On Linux, PRIO_PROCESS with a thread id sets that one thread's nice value.
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (OSError, AttributeError) as err:
+        report.nice_error = err if isinstance(err, OSError) else OSError(str(err))
+        report.messages.append(f"{how} denied ({report.nice_error}); thread stays SCHED_OTHER "
+                               "at its nice value")
+        return
+    report.policy = "nice"
+    report.messages.append(f"{how} instead" if fallback else how)
+
+
+def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
+             log: Optional[Callable[[str], None]] = None) -> RtReport:
+    """Give the calling thread RT ``priority`` (SCHED_FIFO, else a nice value) and pin it to
+    ``cpu``; never raises because the machine refused something.
 
     :param priority: SCHED_FIFO priority (1..99 on Linux), or ``None`` to leave the policy alone.
     :param cpu: CPU index to pin to, or ``None`` (or a negative value) to leave affinity alone.
-    :return: an :class:`RtReport`; ``report.ok`` is False when something was denied, and
+    :param mode: ``auto`` (SCHED_FIFO, on refusal nice, on refusal nothing), ``fifo``, ``nice``
+        or ``none`` (see the module docstring).
+    :param log: receives the one line that says what was applied; ``None``: the ``paam.rt``
+        logger (a warning when something asked for was not applied as asked, else info).
+    :return: an :class:`RtReport`; ``report.policy``/``report.nice`` say what the thread got,
+        ``report.ok`` is False when something was denied or replaced by the fallback, and
         ``str(report)`` says what and why.
 
     On Linux, pid 0 in sched_setscheduler/sched_setaffinity means the calling thread, so only the
     thread that will spin is affected.
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if cpu is not None and cpu < 0:
         cpu = None
-    report = RtReport(requested_priority=priority, requested_cpu=cpu)
+    report = RtReport(requested_priority=priority, requested_cpu=cpu, mode=mode)
     if cpu is not None:
-        if not hasattr(os, "sched_setaffinity"):
-            report.messages.append(f"CPU affinity not supported on this platform; cpu {cpu} "
-                                   "not applied")
-        else:
-            allowed = sorted(os.sched_getaffinity(0))
+        _apply_affinity(report, cpu)
+    if priority is not None and mode != "none":
+        fifo_refused = mode == "nice"
+        if mode in ("auto", "fifo"):
             try:
-                os.sched_setaffinity(0, {cpu})
-                report.cpu_applied = True
-                report.messages.append(f"pinned to CPU {cpu}")
-            except OSError as err:
-                report.messages.append(
-                    f"CPU {cpu} not applied ({os.strerror(err.errno or 0) or err}); "
-                    f"thread may run on CPUs {allowed}")
-    if priority is not None:
-        if not hasattr(os, "sched_setscheduler"):
-            report.messages.append(f"SCHED_FIFO not supported on this platform; priority "
-                                   f"{priority} not applied")
-        else:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
                 report.priority_applied = True
+                report.policy = "SCHED_FIFO"
                 report.messages.append(f"SCHED_FIFO priority {priority}")
-            except OSError as err:
-                report.messages.append(_explain_priority_error(err, priority))
+            except (OSError, AttributeError) as err:
+                report.fifo_error = err if isinstance(err, OSError) else OSError(
+                    errno.ENOSYS, "SCHED_FIFO not supported on this platform")
+                fifo_refused = _refused(err)
+                text = _explain_fifo_error(report.fifo_error, priority)
+                if mode == "fifo" or not fifo_refused:
+                    text += "; thread stays SCHED_OTHER"
+                report.messages.append(text)
+        if fifo_refused and mode in ("auto", "nice"):
+            _apply_nice(report, priority, fallback=mode == "auto")
+    if report.messages:
+        line = f"real-time settings: {report}"
+        if log is not None:
+            log(line)
+        else:
+            _logger.log(logging.INFO if report.ok else logging.WARNING, line)
     return report

@@ -1,0 +1,161 @@
+"""paam.ros.rt: SCHED_FIFO, the nice fallback where it is refused, and CPU affinity.
+
+This VM runs as root, so the refusals are simulated: os.sched_setscheduler (and os.setpriority)
+raise EPERM as on a machine without CAP_SYS_NICE. Every test runs in a fresh thread, whose
+policy, nice value and affinity die with it.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+
+import pytest
+
+from paam.ros import rt
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="Linux only")
+
+
+def _in_thread(fn):
+    """Run ``fn`` in a new thread; return (its result, the thread's policy, nice, affinity)."""
+    out = {}
+
+    def body():
+        out["result"] = fn()
+        out["policy"] = os.sched_getscheduler(0)
+        out["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        out["cpus"] = os.sched_getaffinity(0)
+    t = threading.Thread(target=body)
+    t.start()
+    t.join(10)
+    assert "result" in out, "the thread failed"
+    return out["result"], out["policy"], out["nice"], out["cpus"]
+
+
+def _refuse(*names):
+    def raiser(*_args, **_kw):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+    return {name: raiser for name in names}
+
+
+@pytest.fixture
+def deny(monkeypatch):
+    """deny("sched_setscheduler", "setpriority"): those os calls raise EPERM."""
+    def apply(*names):
+        for name, fn in _refuse(*names).items():
+            monkeypatch.setattr(os, name, fn)
+    return apply
+
+
+def test_nice_ladder_maps_higher_rt_priority_to_lower_nice():
+    assert rt.nice_for(99) == rt.nice_for(90) == -20
+    assert rt.nice_for(89) == -19 and rt.nice_for(80) == -10
+    assert rt.nice_for(70) == rt.nice_for(1) == 0
+    ladder = [rt.nice_for(p) for p in range(1, 100)]
+    assert ladder == sorted(ladder, reverse=True)
+
+
+def test_sched_fifo_applied_when_permitted():
+    cpu = min(os.sched_getaffinity(0))
+    report, policy, _nice, cpus = _in_thread(lambda: rt.apply_rt(5, cpu, log=lambda _l: None))
+    if not report.priority_applied:
+        pytest.skip(f"this machine refuses SCHED_FIFO: {report}")
+    assert policy == os.SCHED_FIFO and report.policy == "SCHED_FIFO" and report.ok
+    assert cpus == {cpu} and report.cpu_applied
+    assert report.priority_summary == "SCHED_FIFO 5"
+
+
+def test_refused_sched_fifo_falls_back_to_the_nice_ladder_and_still_pins(deny):
+    deny("sched_setscheduler")
+    cpu = min(os.sched_getaffinity(0))
+    lines = []
+    report, policy, nice, cpus = _in_thread(lambda: rt.apply_rt(80, cpu, log=lines.append))
+    assert policy == os.SCHED_OTHER and nice == -10 == rt.nice_for(80)
+    assert cpus == {cpu} and report.cpu_applied
+    assert not report.priority_applied and report.fallback and not report.ok
+    assert (report.policy, report.nice) == ("nice", -10)
+    assert len(lines) == 1
+    assert "SCHED_FIFO priority 80 denied (EPERM)" in lines[0]
+    assert "nice -10 (from RT priority 80) instead" in lines[0]
+    assert f"pinned to CPU {cpu}" in lines[0]
+    assert report.priority_summary == "nice -10 (fallback)"
+
+
+def test_nice_refused_too_keeps_sched_other_and_never_raises(deny):
+    deny("sched_setscheduler", "setpriority")
+    report, policy, nice, _cpus = _in_thread(lambda: rt.apply_rt(90, None, log=lambda _l: None))
+    assert policy == os.SCHED_OTHER and nice == 0
+    assert report.policy == "SCHED_OTHER" and report.nice == -20 and not report.ok
+    assert "nice -20 (from RT priority 90) denied" in str(report)
+    assert "stays SCHED_OTHER" in str(report)
+    assert report.priority_summary.startswith("nice -20 denied")
+
+
+def test_fifo_mode_does_not_fall_back(deny):
+    deny("sched_setscheduler")
+    report, policy, nice, _ = _in_thread(lambda: rt.apply_rt(80, None, mode="fifo",
+                                                             log=lambda _l: None))
+    assert policy == os.SCHED_OTHER and nice == 0 and report.nice is None
+    assert report.priority_summary.startswith("SCHED_FIFO 80 denied")
+
+
+def test_invalid_priority_is_reported_not_mapped_to_nice():
+    report, policy, nice, _ = _in_thread(lambda: rt.apply_rt(150, None, log=lambda _l: None))
+    assert policy == os.SCHED_OTHER and nice == 0 and report.nice is None
+    assert "valid range is 1..99" in str(report)
+
+
+def test_one_warning_on_the_paam_rt_logger_without_a_log_callable(deny, caplog):
+    deny("sched_setscheduler")
+    with caplog.at_level(logging.INFO, logger="paam.rt"):
+        _in_thread(lambda: rt.apply_rt(85, None))
+    records = [r for r in caplog.records if r.name == "paam.rt"]
+    assert len(records) == 1 and records[0].levelno == logging.WARNING
+    assert "nice -15" in records[0].getMessage()
+
+
+def test_eval_apply_priority_is_the_same_implementation(deny):
+    from paam.eval import common
+    assert common.nice_for is rt.nice_for
+    assert _in_thread(lambda: common.apply_priority(80, "nice"))[:3] == \
+        ("nice -10", os.SCHED_OTHER, -10)
+    assert _in_thread(lambda: common.apply_priority(None, "auto"))[0] == "SCHED_OTHER nice 0"
+    deny("sched_setscheduler")
+    assert _in_thread(lambda: common.apply_priority(80, "auto"))[:3] == \
+        ("nice -10 (fallback)", os.SCHED_OTHER, -10)
+
+
+def test_spin_rt_falls_back_to_nice_where_sched_fifo_is_refused(ros_context, deny):
+    import uuid
+
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    deny("sched_setscheduler")
+    node = rclpy.create_node(f"rtfb_{uuid.uuid4().hex[:8]}", context=ros_context)
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    cpu = min(os.sched_getaffinity(0))
+    executor.set_executor_priority_cpu(85, cpu)
+    seen, done, logs = {}, threading.Event(), []
+
+    def probe():
+        seen["policy"] = os.sched_getscheduler(0)
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        seen["cpus"] = os.sched_getaffinity(0)
+        done.set()
+    node.create_timer(0.01, probe)
+    t = threading.Thread(target=lambda: executor.spin_rt(log=logs.append), daemon=True)
+    t.start()
+    try:
+        assert done.wait(10), "the executor did not spin after a refused SCHED_FIFO"
+    finally:
+        executor.shutdown()
+        t.join(10)
+        node.destroy_node()
+    assert seen == {"policy": os.SCHED_OTHER, "nice": -15, "cpus": {cpu}}
+    assert len(logs) == 1 and "nice -15 (from RT priority 85) instead" in logs[0]
+    assert executor.rt_report.policy == "nice"
