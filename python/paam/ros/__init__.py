@@ -2,9 +2,12 @@
 
 * :class:`PicasExecutor` — PiCAS's priority-driven executor: per-entity callback priorities or
   priorities inherited from chains, always the highest-priority ready callback, SCHED_FIFO and
-  CPU affinity for the spinning thread (``set_executor_priority_cpu``, ``spin_rt``).
+  CPU affinity for the spinning thread (``set_executor_priority_cpu``, ``spin_rt``; a nice value
+  where the machine refuses SCHED_FIFO, :mod:`paam.ros.rt`).
 * :class:`Chain`, :class:`CallbackSpec` — a chain declared once, from which the executor's
-  priorities, the real-time settings and each callback's paam registration and timing model come.
+  priorities, the real-time settings, each callback's paam registration and timing model, and the
+  analysis system (:func:`analysis_system`) come; ``best_effort=True`` chains rank below every
+  critical chain and are registered best-effort.
 * :class:`RemoteClient` — the API of ``paam.Client`` for a process on another machine, through a
   ``paam bridge`` running beside that machine's ``paamd``.
 * :class:`Bridge` — the bridge node (``paam bridge`` on the command line).
@@ -34,11 +37,13 @@ _EXPORTS = {
     "Chain": "paam.ros.helpers",
     "CallbackSpec": "paam.ros.helpers",
     "picas_callback_priorities": "paam.ros.helpers",
+    "analysis_system": "paam.ros.helpers",
     "await_result": "paam.ros.helpers",
     "RemoteClient": "paam.ros.remote",
     "Bridge": "paam.ros.bridge",
     "RtReport": "paam.ros.rt",
     "apply_rt": "paam.ros.rt",
+    "nice_for": "paam.ros.rt",
 }
 
 __all__ = sorted(_EXPORTS)

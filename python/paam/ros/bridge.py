@@ -224,7 +224,8 @@ class Bridge:
                 deadline_ms=float(t.deadline_ms), cpu_wcet_ms=float(t.cpu_wcet_ms),
                 segments_ms=[float(s) for s in t.segments_ms], executor=t.executor,
                 executor_cpu=int(t.executor_cpu), executor_priority=int(t.executor_priority),
-                executor_wait=t.executor_wait)
+                executor_wait=t.executor_wait,
+                best_effort=bool(getattr(t, "best_effort", False)))
         factory = self._client_factory
         if factory is None:
             import paam

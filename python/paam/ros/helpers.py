@@ -8,8 +8,25 @@ WCET, accelerator segments and kernels. From that one declaration come:
 * the executor's real-time settings (:meth:`Chain.configure_executor`),
 * each callback's paam registration with the chain's priority and its timing model
   (:meth:`Chain.client`, :meth:`Chain.remote_client`),
+* the chain in PAAM's analysis format (:meth:`Chain.analysis_chain`, :func:`analysis_system`:
+  what ``paam analyze`` reads),
 
-so the three cannot disagree.
+so they cannot disagree.
+
+Best-effort chains (``best_effort=True``, the analysis format's ``best_effort: true``) have no
+deadline to meet. Everywhere they go:
+
+* registration: the timing model carries ``best_effort`` — paamd's admission test then accounts
+  for the chain's interference on the critical chains but never refuses it for its own deadline
+  (a registration without any timing model would hide that interference from the test);
+* executor priorities: :func:`picas_callback_priorities` ranks every callback of a best-effort
+  chain below every callback of a critical chain, whatever the chain priorities;
+* analysis: the chain is written with ``best_effort: true`` (its bound is reported, its
+  schedulability is not required).
+
+The chain priority itself is not changed: paamd maps it onto its accelerator buckets, and the
+analysis uses it, so give best-effort chains the lowest chain priorities of the system (as the
+analysis format's examples do) for the accelerator to rank them below the critical chains too.
 
 Using a client inside a callback (the PAAM paper's Fig. 6):
 
@@ -31,7 +48,8 @@ import dataclasses
 import threading
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["CallbackSpec", "Chain", "picas_callback_priorities", "await_result"]
+__all__ = ["CallbackSpec", "Chain", "picas_callback_priorities", "analysis_system",
+           "await_result"]
 
 _WAIT_MODES = ("spin", "suspend", "hybrid")
 
@@ -69,13 +87,16 @@ class Chain:
     :param executor_cpu: CPU that executor is pinned to (-1: not pinned).
     :param executor_priority: SCHED_FIFO priority of that executor (0: none).
     :param executor_wait: how its callbacks wait for the accelerator: spin | suspend | hybrid.
+    :param best_effort: no deadline to meet (see the module docstring): registered as
+        best-effort, below every critical chain in the executor, ``best_effort: true`` in the
+        analysis.
     """
 
     def __init__(self, name: str, *, priority: int, period_ms: float,
                  callbacks: Sequence[CallbackSpec | Mapping[str, Any]],
                  deadline_ms: float | None = None, executor: str = "executor",
                  executor_cpu: int = -1, executor_priority: int = 0,
-                 executor_wait: str = "suspend") -> None:
+                 executor_wait: str = "suspend", best_effort: bool = False) -> None:
         if executor_wait not in _WAIT_MODES:
             raise ValueError(f"executor_wait must be one of {_WAIT_MODES}, not {executor_wait!r}")
         if period_ms <= 0:
@@ -90,6 +111,9 @@ class Chain:
         self.executor_cpu = int(executor_cpu)
         self.executor_priority = int(executor_priority)
         self.executor_wait = executor_wait
+        if not isinstance(best_effort, bool):
+            raise ValueError(f"best_effort must be True or False, not {best_effort!r}")
+        self.best_effort = best_effort
         self.callbacks: tuple[CallbackSpec, ...] = tuple(
             c if isinstance(c, CallbackSpec) else CallbackSpec(**dict(c)) for c in callbacks)
         if not self.callbacks:
@@ -101,7 +125,8 @@ class Chain:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (f"Chain({self.name!r}, priority={self.priority}, period_ms={self.period_ms}, "
+        be = ", best_effort=True" if self.best_effort else ""
+        return (f"Chain({self.name!r}, priority={self.priority}, period_ms={self.period_ms}{be}, "
                 f"callbacks={list(self.callback_names)})")
 
     @property
@@ -151,7 +176,20 @@ class Chain:
             deadline_ms=self.deadline_ms, cpu_wcet_ms=cb.cpu_wcet_ms,
             segments_ms=list(cb.segments_ms), executor=self.executor,
             executor_cpu=self.executor_cpu, executor_priority=self.executor_priority,
-            executor_wait=self.executor_wait)
+            executor_wait=self.executor_wait, best_effort=self.best_effort)
+
+    # -- analysis ------------------------------------------------------------------------------
+
+    def analysis_chain(self, accelerator: str = "accelerator"):
+        """This chain as ``paam.analysis.model.Chain`` (segments on ``accelerator``)."""
+        from paam.analysis import model
+        return model.Chain(
+            name=self.name, priority=self.priority, period=self.period_ms,
+            deadline=self.deadline_ms, best_effort=self.best_effort,
+            callbacks=[model.Callback(
+                name=cb.name, executor=self.executor, wcet=cb.cpu_wcet_ms,
+                segments=[model.Segment(accelerator=accelerator, wcet=s) for s in cb.segments_ms])
+                for cb in self.callbacks])
 
     def client_kwargs(self, name: str, *, timing: bool = True) -> dict[str, Any]:
         """Keyword arguments of ``paam.Client`` for callback ``name``."""
@@ -184,12 +222,14 @@ class Chain:
 def picas_callback_priorities(chains: Iterable[Chain]) -> dict[tuple[str, str], int]:
     """PiCAS Algorithm 1: callback priorities for ``chains`` sharing one executor.
 
-    Chains sorted by ascending chain priority; walking them in that order, their callbacks get
-    1, 2, 3, ... in chain order. So every callback of a more critical chain outranks every
-    callback of a less critical one, and within a chain a later stage outranks an earlier one
-    (it finishes work already in flight). Returns (chain name, callback name) → priority.
+    Chains sorted by ascending chain priority, best-effort chains before (below) every critical
+    chain; walking them in that order, their callbacks get 1, 2, 3, ... in chain order. So every
+    callback of a more critical chain outranks every callback of a less critical one, every
+    critical callback outranks every best-effort one, and within a chain a later stage outranks
+    an earlier one (it finishes work already in flight). Returns (chain name, callback name) →
+    priority.
     """
-    ordered = sorted(chains, key=lambda c: c.priority)
+    ordered = sorted(chains, key=lambda c: (not getattr(c, "best_effort", False), c.priority))
     seen = set()
     for c in ordered:
         if c.priority in seen:
@@ -202,6 +242,46 @@ def picas_callback_priorities(chains: Iterable[Chain]) -> dict[tuple[str, str], 
             out[(c.name, cb.name)] = p
             p += 1
     return out
+
+
+def analysis_system(chains: Iterable[Chain], *, accelerator: str = "accelerator",
+                    buckets: int = 1, overhead_ms: float = 0.0, preemption_ms: float = 0.0,
+                    comm_cost_ms: float = 0.0):
+    """The ``paam.analysis.model.SystemSpec`` of ``chains`` on one accelerator: what
+    ``paam analyze`` reads (``paam.analysis.model.dump_yaml`` writes it as YAML).
+
+    Executors come from the chains' ``executor``, ``executor_cpu``, ``executor_priority`` and
+    ``executor_wait``; chains naming one executor must agree on them, and each must be pinned
+    (the analysis is per CPU). Callback priorities are PiCAS's (:func:`picas_callback_priorities`
+    per executor).
+    """
+    from paam.analysis import model
+    chains = list(chains)
+    executors: dict[str, "model.Executor"] = {}
+    for c in chains:
+        ex = model.Executor(name=c.executor, cpu=c.executor_cpu, priority=c.executor_priority,
+                            wait=c.executor_wait)
+        if ex.cpu < 0:
+            raise ValueError(f"chain {c.name!r}: executor {c.executor!r} is not pinned "
+                             "(executor_cpu); the analysis needs its CPU")
+        seen = executors.setdefault(ex.name, ex)
+        if seen != ex:
+            raise ValueError(f"chain {c.name!r}: executor {c.executor!r} has cpu/priority/wait "
+                             f"{(ex.cpu, ex.priority, ex.wait)}, another chain gives "
+                             f"{(seen.cpu, seen.priority, seen.wait)}")
+    tables = {name: picas_callback_priorities([c for c in chains if c.executor == name])
+              for name in executors}
+    out = []
+    for c in chains:
+        ac = c.analysis_chain(accelerator)
+        for cb in ac.callbacks:
+            cb.priority = tables[c.executor][(c.name, cb.name)]
+        out.append(ac)
+    return model.SystemSpec(
+        accelerators={accelerator: model.Accelerator(name=accelerator, buckets=int(buckets),
+                                                     overhead=float(overhead_ms),
+                                                     preemption=float(preemption_ms))},
+        executors=executors, chains=out, comm_cost=float(comm_cost_ms))
 
 
 # -- awaiting a paam future from an rclpy coroutine callback --------------------------------------

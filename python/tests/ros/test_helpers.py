@@ -159,3 +159,105 @@ def test_await_result_carries_the_paam_error(server):
     assert done.wait(5)
     with pytest.raises(paam.ServerDied):
         fut.result()
+
+
+# -- best-effort chains ---------------------------------------------------------------------------
+
+def _be_pair(best_effort: bool = True):
+    """A critical chain and a chain whose own deadline (5 ms) its 10 ms segment cannot meet."""
+    from paam.ros import CallbackSpec, Chain
+    crit = Chain("crit", priority=5, period_ms=100, executor="ex1", executor_cpu=0,
+                 executor_priority=90,
+                 callbacks=[CallbackSpec("c1", cpu_wcet_ms=1, segments_ms=[5], kernels=["spin"]),
+                            CallbackSpec("c2", cpu_wcet_ms=1, kernels=["spin"])])
+    be = Chain("be", priority=9, period_ms=100, deadline_ms=5, executor="ex1", executor_cpu=0,
+               executor_priority=90, best_effort=best_effort,
+               callbacks=[CallbackSpec("b1", cpu_wcet_ms=1, segments_ms=[10], kernels=["spin"])])
+    return crit, be
+
+
+def test_best_effort_chain_is_registered_best_effort_and_not_refused_for_its_deadline():
+    crit, be = _be_pair()
+    assert be.best_effort and not crit.best_effort and "best_effort=True" in repr(be)
+    assert be.timing_model("b1").best_effort and not crit.timing_model("c1").best_effort
+    with paam.testing.start_server(admission="analysis", device_cpu=-2) as srv:
+        with crit.client("c1", socket=srv.socket_path) as c1:
+            assert "admitted" in c1.admission_note
+            # Declared critical, the same chain misses its deadline and is refused ...
+            with pytest.raises(paam.NotAdmitted, match="'be'"):
+                _be_pair(best_effort=False)[1].client("b1", socket=srv.socket_path)
+            # ... best-effort, it is admitted (and analysed: it still interferes with 'crit').
+            with be.client("b1", socket=srv.socket_path) as b1:
+                assert "admitted" in b1.admission_note
+                assert b1.request("spin", duration_ms=1) >= 1.0
+
+
+def test_best_effort_chain_ranks_below_every_critical_chain_in_the_executor(ros_context):
+    from paam.ros import PicasExecutor, picas_callback_priorities
+
+    crit, be = _be_pair()  # 'be' has the larger chain priority, yet ranks below
+    table = picas_callback_priorities([crit, be])
+    assert table == {("be", "b1"): 1, ("crit", "c1"): 2, ("crit", "c2"): 3}
+    node = rclpy_node(ros_context)
+    ex = PicasExecutor(context=ros_context)
+    try:
+        timers = {name: node.create_timer(10.0, lambda: None) for name in ("c1", "c2", "b1")}
+        crit.bind("c1", timers["c1"]), crit.bind("c2", timers["c2"]), be.bind("b1", timers["b1"])
+        assert be.configure_executor(ex) == {"b1": 1}
+        assert crit.configure_executor(ex) == {"c1": 2, "c2": 3}
+        assert ex.callback_priority(timers["b1"]) < ex.callback_priority(timers["c1"])
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+
+
+def rclpy_node(ctx):
+    import rclpy
+    return rclpy.create_node(f"be_{uuid.uuid4().hex[:6]}", context=ctx)
+
+
+def test_chains_emit_the_analysis_system_with_best_effort(tmp_path):
+    from paam.analysis.bounds import analyze
+    from paam.analysis.model import dump_yaml, load_system
+    from paam.ros import analysis_system
+
+    crit, be = _be_pair()
+    spec = analysis_system([crit, be], accelerator="gpu0", buckets=1, overhead_ms=0.05)
+    path = tmp_path / "system.yaml"
+    path.write_text(dump_yaml(spec))
+    assert "best_effort: true" in path.read_text()
+    loaded = load_system(path)  # what `paam analyze` reads
+    chains = {c.name: c for c in loaded.chains}
+    assert chains["be"].best_effort and not chains["crit"].best_effort
+    assert chains["crit"].deadline == 100 and chains["be"].deadline == 5
+    assert [cb.priority for cb in chains["be"].callbacks] == [1]
+    assert [cb.priority for cb in chains["crit"].callbacks] == [2, 3]
+    assert loaded.executors["ex1"].cpu == 0 and loaded.executors["ex1"].priority == 90
+    result = {c.name: c for c in analyze(loaded).chains}
+    assert result["be"].best_effort and not result["be"].schedulable
+    assert result["crit"].schedulable
+    with pytest.raises(ValueError, match="best_effort"):
+        from paam.ros import Chain
+        Chain("x", priority=1, period_ms=10, callbacks=[{"name": "a"}], best_effort="yes")
+
+
+def test_remote_registration_carries_best_effort_where_the_message_has_the_field():
+    import types
+
+    from paam_msgs.msg import TimingModel as TimingMsg
+
+    from paam.ros.remote import _fill_timing
+
+    _crit, be = _be_pair()
+    tm = be.timing_model("b1")
+    with_field = types.SimpleNamespace(best_effort=False)
+    _fill_timing(with_field, tm)
+    assert with_field.best_effort is True
+    msg = TimingMsg()
+    if hasattr(msg, "best_effort"):
+        _fill_timing(msg, tm)
+        assert msg.best_effort
+    else:  # paam_msgs without the field: said, not silently dropped
+        with pytest.warns(RuntimeWarning, match="registers it as a critical chain"):
+            _fill_timing(msg, tm)
+        assert msg.chain == "be" and msg.deadline_ms == 5
