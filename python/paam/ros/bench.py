@@ -22,6 +22,7 @@ Writes ros-bench.json and ros-bench.md into ``--out``.
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime as dt
 import json
 import os
@@ -29,6 +30,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,24 +83,80 @@ def echo_server_main(service: str) -> int:
     return 0
 
 
-def _wait_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
-    """Wait for a stdout line of ``proc`` containing ``text`` (reads the fd directly: a buffered
-    reader would hide lines from select())."""
-    import selectors
-    fd = proc.stdout.fileno()
-    buf = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if text.encode() in buf:
-                return
-            if sel.select(max(0.0, deadline - time.monotonic())):
-                chunk = os.read(fd, 65536)
+class _LineReader:
+    """Drains a helper process's stdout pipe in a thread for the process's whole life.
+
+    Reads the file descriptor unbuffered (``os.read``) and splits lines itself, so no line can
+    sit in a Python buffer where a waiter would not see it, and keeps reading after the line a
+    caller waited for, so the child never blocks on a full pipe. Lines are kept (the last
+    ``keep``) until a waiter consumes them with :meth:`wait_for`.
+    """
+
+    def __init__(self, proc: subprocess.Popen, keep: int = 1000) -> None:
+        self.proc = proc
+        self._fd = proc.stdout.fileno()
+        self._lines: "collections.deque[str]" = collections.deque(maxlen=keep)
+        self._tail: "collections.deque[str]" = collections.deque(maxlen=50)  # for messages
+        self._cond = threading.Condition()
+        self._eof = False
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"paam-lines-{proc.pid}")
+        self._thread.start()
+
+    def _run(self) -> None:
+        buf = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(self._fd, 65536)
+                except OSError:
+                    chunk = b""
                 if not chunk:
                     break
                 buf += chunk
-    raise SystemExit(f"helper process did not print {text!r}: {buf.decode(errors='replace')}")
+                if b"\n" not in buf:
+                    continue
+                *complete, buf = buf.split(b"\n")
+                lines = [raw.decode(errors="replace").rstrip("\r") for raw in complete]
+                with self._cond:
+                    self._lines.extend(lines)
+                    self._tail.extend(lines)
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                if buf:
+                    last = buf.decode(errors="replace")
+                    self._lines.append(last)
+                    self._tail.append(last)
+                self._eof = True
+                self._cond.notify_all()
+
+    def wait_for(self, text: str, timeout: float) -> str:
+        """The first unconsumed line containing ``text`` (lines before it are consumed too);
+        SystemExit when the process ends its output or ``timeout`` passes without one."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                while self._lines:
+                    line = self._lines.popleft()
+                    if text in line:
+                        return line
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    break
+                self._cond.wait(left)
+            seen = list(self._tail)
+        why = "ended its output" if self._eof else f"did not within {timeout:g} s"
+        raise SystemExit(f"helper process {why} without printing {text!r}; its last lines: {seen}")
+
+
+def _wait_line(proc: subprocess.Popen, text: str, timeout: float) -> str:
+    """Wait for a stdout line of ``proc`` containing ``text`` and return it. The first call
+    starts a :class:`_LineReader` on ``proc`` that keeps draining its stdout from then on."""
+    reader = getattr(proc, "_paam_line_reader", None)
+    if reader is None:
+        reader = proc._paam_line_reader = _LineReader(proc)
+    return reader.wait_for(text, timeout)
 
 
 # -- round trips -------------------------------------------------------------------------------

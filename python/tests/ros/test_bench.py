@@ -1,0 +1,72 @@
+"""``paam ros-bench``'s reading of its helper processes' output (no ROS needed)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from paam.ros.bench import _wait_line
+
+
+def _child(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def children():
+    started = []
+
+    def start(code):
+        p = _child(code)
+        started.append(p)
+        return p
+    yield start
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+        p.stdout.close()
+
+
+def test_a_line_already_read_with_an_earlier_one_is_not_missed(children):
+    # Both lines arrive in one write: reading the first pulls the second out of the pipe too,
+    # where a later select() on the pipe cannot see it.
+    p = children("import sys, time; sys.stdout.write('starting\\nready\\n'); sys.stdout.flush(); "
+                 "time.sleep(30)")
+    assert _wait_line(p, "starting", 10) == "starting"
+    t0 = time.monotonic()
+    assert _wait_line(p, "ready", 5) == "ready"
+    assert time.monotonic() - t0 < 1
+
+
+def test_a_line_split_across_reads_is_matched_whole(children):
+    p = children("import sys, time; sys.stdout.write('paam bridge \\'b\\' rea'); "
+                 "sys.stdout.flush(); time.sleep(0.3); sys.stdout.write('dy\\n'); "
+                 "sys.stdout.flush(); time.sleep(30)")
+    assert _wait_line(p, "ready", 10) == "paam bridge 'b' ready"
+
+
+def test_the_child_never_blocks_on_a_full_pipe_after_its_ready_line(children):
+    # After 'ready' the child writes far more than a pipe holds (64 KiB) and then exits; nobody
+    # waits for more lines, so the pipe must still be drained.
+    p = children("import sys; print('ready', flush=True); "
+                 "[print('x' * 1000) for _ in range(2000)]; sys.stdout.flush()")
+    _wait_line(p, "ready", 10)
+    assert p.wait(timeout=20) == 0
+
+
+def test_a_child_that_exits_without_the_line_fails_at_once_with_its_output(children):
+    p = children("print('something else', flush=True)")
+    t0 = time.monotonic()
+    with pytest.raises(SystemExit, match="something else"):
+        _wait_line(p, "ready", 20)
+    assert time.monotonic() - t0 < 10
+
+
+def test_timeout(children):
+    p = children("import time; print('hello', flush=True); time.sleep(30)")
+    with pytest.raises(SystemExit, match="did not within"):
+        _wait_line(p, "ready", 0.5)
