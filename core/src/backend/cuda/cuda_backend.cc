@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <mutex>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
 #include "common/clock.h"
+#include "common/log.h"
 
 namespace paam {
 namespace {
@@ -683,7 +685,28 @@ void AttachCudaBuiltins(KernelRegistry* registry) {
   }
 }
 
+// The server's streams must each get a hardware queue of their own (declared in the header). CUDA maps a context's
+// streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 by default); two streams on
+// one queue run in FIFO order whatever their priorities, so a critical bucket's request can sit
+// behind a best-effort kernel that is itself waiting for the higher buckets. Measured on an
+// H100 (case study 1, docs/evaluation.md): with the default, the top bucket's requests waited up
+// to 522 ms between dequeue and kernel start; with 32, at most 2.6 ms. The variable is read
+// when the context is created, so it is set before the first CUDA call, and only in paamd
+// (a direct-mode client's process is the user's to configure).
+void ReserveCudaHardwareQueues() {
+  constexpr int kWanted = 32;  // the most CUDA allows
+  const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (set == nullptr) {
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(kWanted).c_str(), 0);
+  } else if (std::atoi(set) < kWanted) {
+    Log("warning: CUDA_DEVICE_MAX_CONNECTIONS=%s: bucket streams may share hardware queues, and a "
+        "critical request then waits behind best-effort kernels (unset it to let paamd use %d)",
+        set, kWanted);
+  }
+}
+
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry) {
+  if (!options.direct) ReserveCudaHardwareQueues();
   std::string why;
   const int count = CudaDeviceCount(&why);
   if (count == 0) return Status(Errc::kInvalidArgument, "cuda backend: no usable GPU: " + why);

@@ -39,6 +39,12 @@ namespace paam {
 // attaches the CUDA versions of the built-in kernels to `registry` (their run_cuda).
 // Fails with kInvalidArgument when no GPU or driver is present (the message says which) or a
 // device index is out of range, kResourceExhausted when streams or events cannot be made.
+// Sets CUDA_DEVICE_MAX_CONNECTIONS=32 unless the user set it (then warns if it is lower), so
+// that every bucket stream gets its own hardware queue: streams that share one run FIFO
+// whatever their priority. Must run before the process's first CUDA call; the server's
+// CreateCudaBackend calls it (direct mode does not: the client's process is the user's).
+void ReserveCudaHardwareQueues();
+
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry);
 
 // Number of CUDA devices this process sees; 0 when there is none or no usable driver, with

@@ -158,6 +158,22 @@ double RelL2(const float* got, const float* want, uint64_t n) {
   return std::sqrt(num / (den > 0 ? den : 1));
 }
 
+// No GPU needed: paamd's backend asks CUDA for a hardware queue per stream (else bucket
+// streams share queues and run FIFO whatever their priority); a user's setting is kept.
+TEST(CudaBackendEnv, ReservesHardwareQueuesUnlessTheUserChose) {
+  const char* before = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string saved = before != nullptr ? before : "";
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  ReserveCudaHardwareQueues();
+  ASSERT_NE(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "16", 1);
+  ReserveCudaHardwareQueues();
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "16");
+  if (before != nullptr) setenv("CUDA_DEVICE_MAX_CONNECTIONS", saved.c_str(), 1);
+  else setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);  // as the fixture's backends would set it
+}
+
 TEST_F(CudaBackendTest, LevelsFollowTheDevicePriorityRangeAndLowestLevelHasTheBestEffortLanes) {
   int least = 0, greatest = 0;
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
