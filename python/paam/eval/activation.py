@@ -141,10 +141,9 @@ def _executor(cfg: dict, path: str) -> None:
         if kind == "picas":
             if cfg["rt"] in ("auto", "fifo"):
                 ex.set_executor_priority_cpu(80, cfg["cpu"])
-                report = ex.apply_rt()
+                # auto: SCHED_FIFO, else the nice ladder (paam.ros.rt); fifo: SCHED_FIFO or nothing
+                report = ex.apply_rt(mode=cfg["rt"])
                 rt_note = str(report)
-                if not report.priority_applied and cfg["rt"] == "auto":
-                    rt_note += "; " + common.apply_priority(80, "nice")
             else:
                 rt_note = common.apply_priority(80, "nice")
     ex.add_node(node)

@@ -281,10 +281,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         for chain in chains:
             chain.configure_executor(ex)  # callback priorities (+ the RT request)
         if cfg["rt"] in ("auto", "fifo"):
-            report = ex.apply_rt()
+            # auto: SCHED_FIFO, else the nice ladder (paam.ros.rt); fifo: SCHED_FIFO or nothing
+            report = ex.apply_rt(mode=cfg["rt"])
             rt_note = str(report)
-            if not report.priority_applied and cfg["rt"] == "auto":
-                rt_note += "; " + common.apply_priority(cfg["os_priority"], "nice")
         else:
             common.pin_this_thread([cfg["cpu"]])
             rt_note = common.apply_priority(cfg["os_priority"], "nice")

@@ -225,7 +225,7 @@ class Bridge:
                 segments_ms=[float(s) for s in t.segments_ms], executor=t.executor,
                 executor_cpu=int(t.executor_cpu), executor_priority=int(t.executor_priority),
                 executor_wait=t.executor_wait,
-                best_effort=bool(getattr(t, "best_effort", False)))
+                best_effort=bool(t.best_effort))
         factory = self._client_factory
         if factory is None:
             import paam

@@ -552,17 +552,7 @@ def _fill_timing(msg, t: Any) -> None:
     msg.executor_cpu = int(t.executor_cpu)
     msg.executor_priority = int(t.executor_priority)
     msg.executor_wait = str(t.executor_wait)
-    best_effort = bool(getattr(t, "best_effort", False))
-    if hasattr(msg, "best_effort"):
-        msg.best_effort = best_effort
-    elif best_effort:
-        # paam_msgs/TimingModel built without the best_effort field: the bridge registers the
-        # chain as critical (admission may then refuse it for its own deadline). Conservative
-        # for the other chains; rebuild paam_msgs with `bool best_effort` to carry it.
-        import warnings
-        warnings.warn(f"chain {t.chain!r} is best-effort, but this paam_msgs/TimingModel has no "
-                      "best_effort field: the bridge registers it as a critical chain",
-                      RuntimeWarning, stacklevel=3)
+    msg.best_effort = bool(getattr(t, "best_effort", False))
 
 
 def _system_uuid() -> bytes:

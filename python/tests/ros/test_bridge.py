@@ -250,3 +250,24 @@ def test_remote_client_works_from_inside_an_executor_callback(bridge, ros_contex
     ex.shutdown()
     node.destroy_node()
     assert results and results[0] >= 2.0
+
+
+def test_admission_through_the_bridge_refuses_a_missing_chain_and_admits_it_best_effort(procs):
+    """A remote chain's timing model crosses the bridge whole, best_effort included: declared
+    critical, a chain whose 10 ms segment cannot meet its 5 ms deadline is refused (NotAdmitted,
+    naming the chain); declared best-effort, the same chain is admitted."""
+    from paam.ros import CallbackSpec, Chain
+
+    def chain(best_effort: bool) -> Chain:
+        return Chain("be", priority=9, period_ms=100, deadline_ms=5, executor="ex1",
+                     executor_cpu=0, executor_priority=90, best_effort=best_effort,
+                     callbacks=[CallbackSpec("b1", cpu_wcet_ms=1, segments_ms=[10],
+                                             kernels=["spin"])])
+
+    with paam.testing.start_server(admission="analysis", device_cpu=-2) as srv:
+        name = _start_bridge(procs, srv.socket_path).bridge_name
+        with pytest.raises(paam.NotAdmitted, match="'be'"):
+            chain(False).remote_client("b1", bridge=name, connect_timeout_sec=20)
+        with chain(True).remote_client("b1", bridge=name, connect_timeout_sec=20) as c:
+            assert "admitted" in c.admission_note
+            assert c.request("spin", duration_ms=1) >= 1.0
