@@ -291,7 +291,8 @@ class _Graph:
         self.clients: list = []
         self.timers: list = []
         self.record_from = [1 << 62]
-        self.hot: list[tuple[int, int, int, int, int]] = []  # end, latency, missing, front, rear
+        # end, latency, missing, front seq, rear seq, latency to the estimator's start
+        self.hot: list[tuple[int, int, int, int, int, int]] = []
         self.bp_starts: list[int] = []
         self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
         self.excess: list[float] = []
@@ -442,6 +443,7 @@ class _Graph:
             is_oce = spec.name == "ObjectCollisionEstimator"
 
             def on_msg(msg) -> None:
+                t0 = time.monotonic_ns()
                 hist = _parse(msg.data)
                 miss = missing(topic, hist)
                 work()
@@ -449,7 +451,7 @@ class _Graph:
                 if pub is not None:
                     self._send(pub, hist)
                 if is_oce:
-                    self._hot(hist)
+                    self._hot(hist, t0)
             self._add(executor, self._sub(node, topic, on_msg), spec.name)
         elif spec.kind == "fusion":
             pub = self._pub(node, spec.name)
@@ -457,20 +459,21 @@ class _Graph:
             cache_work = [self._work_fn(spec.name, 0, spec.run_ms[1], gpu) for _ in spec.inputs]
             cache: list = [None] * len(spec.inputs)
             for i, topic in enumerate(spec.inputs):
-                def on_msg(msg, i=i, topic=topic) -> None:
-                    hist = _parse(msg.data)
-                    state["missing"] += missing(topic, hist)
-                    cache[i] = hist
+                def on_msg(msg, i=i) -> None:
+                    cache[i] = _parse(msg.data)
                     if any(c is None for c in cache):
                         cache_work[i]()
                         return
                     fuse()
+                    # Missing samples as the reference system counts them at a fusion: the
+                    # sequence gap of each fused input since its last fusion (a sample
+                    # overwritten in the cache counts as dropped).
+                    miss = sum(missing(t, c) for t, c in zip(spec.inputs, cache))
                     merged: dict = {}
                     for c in cache:
                         _merge(merged, c)
                     for j in range(len(cache)):
                         cache[j] = None
-                    miss, state["missing"] = state["missing"], 0
                     self._send(pub, stamp(merged, miss))
                 self._add(executor, self._sub(node, topic, on_msg), spec.name)
         elif spec.kind == "intersection":
@@ -518,7 +521,7 @@ class _Graph:
         else:
             raise ValueError(spec.kind)
 
-    def _hot(self, hist: dict) -> None:
+    def _hot(self, hist: dict, oce_start: int) -> None:
         end = time.monotonic_ns()
         f, r = hist.get(NODE_IDS["FrontLidarDriver"]), hist.get(NODE_IDS["RearLidarDriver"])
         if f is None or r is None:
@@ -527,7 +530,9 @@ class _Graph:
         if start < self.record_from[0]:
             return
         miss = sum(v[2] for k, v in hist.items() if k in HOT_IDS)
-        self.hot.append((end, end - start, miss, f[1], r[1]))
+        # (the reference system stamps a node at its callback's start: its hot-path latency
+        # ends where the estimator's callback starts; ours at its end)
+        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start))
 
 
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
@@ -612,7 +617,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
             t.join()
     for t in g.timers:
         t.cancel()
-    np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, 5),
+    np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, 6),
              bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
              published=np.asarray([g.published["FrontLidarDriver"],
                                    g.published["RearLidarDriver"]], dtype=np.int64),
@@ -686,10 +691,11 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             published += z["published"]
             excess.extend(z["excess"].tolist())
             rt.extend(str(x) for x in z["rt"])
-    hot_a = np.vstack(hot) if hot else np.zeros((0, 5), dtype=np.int64)
+    hot_a = np.vstack(hot) if hot else np.zeros((0, 6), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
     return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
+            "latency_to_start_ms": hot_a[:, 5] / 1e6,
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9)}
 
@@ -823,6 +829,7 @@ def run(args: argparse.Namespace) -> int:
     for (setup, m), r in results.items():
         lat, drops, bp = r["latency_ms"], r["drops"], r["bp_period_ms"]
         s = {"hot_path_ms": common.summarize(lat), "bp_period_ms": common.summarize(bp),
+             "hot_path_to_estimator_start_ms": common.summarize(r["latency_to_start_ms"]),
              "drops": {"total": int(drops.sum()), "instances_with_drops":
                        int((drops > 0).sum()), "max_per_instance":
                        int(drops.max()) if drops.size else 0,
