@@ -7,7 +7,7 @@ EuclideanClusterSettings 25), nine transforms, five fusions (publish once both i
 arrived, then clear), the cyclic BehaviorPlanner (a 100 ms timer fusing the latest of its six
 inputs), the intersection node EuclideanClusterDetector (two input -> output connections) and
 two command sinks. Every topic is KEEP_LAST(1). Each callback burns the reference system's
-run time for it (``RUN_TIME_MS``: the number cruncher's time, burned as thread CPU time by a
+run time for it (``run_ms`` in ``SYSTEM``: the number cruncher's time, burned as thread CPU time by a
 direct-mode ``spin`` kernel, so it releases the GIL) and then runs a GPU segment (the ``spin``
 kernel, ``--gpu-ms``), except the BehaviorPlanner's seven callbacks (as in the paper). The rear
 points transformer also runs a segment on a second accelerator, ``--tpu-ms``: the Coral TPU's
@@ -728,6 +728,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="cpu backend: let direct kernels run at the executor's OS priority")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw the figures from the CSV files of an earlier run in --out")
     p.add_argument("--out", default="results/eval/case-study-2")
 
 
@@ -749,6 +751,17 @@ def placement_for(backend: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.replot:
+        import json
+        out = Path(args.out)
+        params = json.loads((out / "summary.json").read_text())["params"]
+        results, setups, methods = load_results(out)
+        args.scale, args.gpu_ms = params["scale"], params["gpu_ms"]
+        plot_latency(results, setups, methods, out / "fig11a_hot_path_latency.png", args)
+        plot_bp(results, setups, methods, out / "fig11b_bp_period.png", args)
+        plot_drops(results, setups, methods, out / "fig11c_drops.png", args)
+        print(f"redrew {out}/fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png")
+        return 0
     from paam.ros import ROS_MISSING_HINT, ros_available
     if not ros_available():
         print(f"paam eval case-study-2: {ROS_MISSING_HINT}")
@@ -836,7 +849,8 @@ def run(args: argparse.Namespace) -> int:
                        "mean_per_instance": float(drops.mean()) if drops.size else float("nan"),
                        "histogram": {str(int(k)): int(v) for k, v in
                                      zip(*np.unique(drops, return_counts=True))}},
-             "lidar_samples": {"front": r["published"][0], "rear": r["published"][1]},
+             "lidar_samples": {"front": r["published"][0], "rear": r["published"][1],
+                               "expected_each": int(args.duration * 1e3 // 100)},
              "rt": r["rt"],
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"])}
         summary.setdefault(setup, {})[m] = s
@@ -873,6 +887,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _skipped(lidar: dict) -> str:
+    exp = lidar.get("expected_each")
+    if exp is None:
+        return "n/a"
+    return str(max(0, exp - lidar["front"]) + max(0, exp - lidar["rear"]))
+
+
 def hot_path_floor(args) -> float:
     """The least a hot-path instance can take (ms): from the later lidar stamp, that lidar's
     own callback, one points transformer, the fusing callback, ray ground filter, cluster
@@ -889,7 +910,7 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]
     head = ["setup", "method", "n", "hot min", "mean", "p99", "max", "drops", "inst w/ drops",
-            "BP mean", "BP min", "BP max", "BP std"]
+            "lidar skipped", "BP mean", "BP min", "BP max", "BP std"]
     rows = [head]
     for s in setups:
         for m in methods:
@@ -897,9 +918,13 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
             h, b, d = r["hot_path_ms"], r["bp_period_ms"], r["drops"]
             rows.append([s, m, str(h["n"]), common.fmt(h["min"]), common.fmt(h["mean"]),
                          common.fmt(h["p99"]), common.fmt(h["max"]), str(d["total"]),
-                         str(d["instances_with_drops"]), common.fmt(b["mean"]),
+                         str(d["instances_with_drops"]), _skipped(r["lidar_samples"]),
+                         common.fmt(b["mean"]),
                          common.fmt(b["min"]), common.fmt(b["max"]), common.fmt(b["std"])])
     lines.append(common.table(rows, right=range(2, len(head))))
+    lines.append("lidar skipped: lidar timer activations that never ran (front + rear, of "
+                 f"{2 * int(args.duration * 1e3 // 100)}): rclpy skips a timer's missed periods, "
+                 "so a late executor loses hot-path instances without any dropped sample")
     lines.append("")
     lines.append("demand per 4ST executor (CPU ms per s): " + ", ".join(
         f"{k} {v['cpu_ms_per_s']:.0f}" for k, v in dem["executors"].items())
@@ -935,9 +960,11 @@ def plot_latency(results, setups, methods, path: Path, args) -> None:
             ax.text(i, np.nanmax(d), f"{np.nanmax(d):.0f}", ha="center", va="bottom", fontsize=7)
     ax.axhline(hot_path_floor(args), color="k", ls=":", lw=0.8)
     ax.set_xticks(range(1, len(keys) + 1), [f"{s}\n{m}" for s, m in keys], fontsize=8)
-    ax.set_ylabel("hot-path latency (ms)")
+    ax.set_ylabel("hot-path latency (ms, log scale)")
+    ax.set_yscale("log")
     ax.set_title(f"Case study 2 (x{args.scale:g}): hot-path latency (Fig. 11a)\n"
-                 "whiskers min/max, dotted = run-time floor", fontsize=9)
+                 "box 25-75%, whiskers min/max (value on top), dotted = run-time floor",
+                 fontsize=9)
     common.save(fig, path)
 
 
@@ -945,45 +972,84 @@ def plot_bp(results, setups, methods, path: Path, args) -> None:
     plt = common.pyplot()
     keys = _labels(setups, methods)
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
-    data = [results[k]["bp_period_ms"] if results[k]["bp_period_ms"].size else np.array([np.nan])
-            for k in keys]
-    ok = [i for i, d in enumerate(data) if np.isfinite(d).any()]
+    data = [results[k]["bp_period_ms"] for k in keys]
+    ok = [i for i, d in enumerate(data) if d.size]
+    lo, hi = 90.0, 110.0
     if ok:
         parts = ax.violinplot([data[i] for i in ok], positions=[i + 1 for i in ok],
-                              showextrema=True, widths=0.8)
+                              showextrema=False, widths=0.8)
         for body, i in zip(parts["bodies"], ok):
             body.set_facecolor(common.COLORS[keys[i][1]])
             body.set_alpha(0.7)
+        for i in ok:
+            d = data[i]
+            p1, p99 = np.percentile(d, [1, 99])
+            ax.vlines(i + 1, p1, p99, color="k", lw=1.2)
+            ax.scatter([i + 1] * 2, [p1, p99], marker="_", s=80, color="k")
+            lo, hi = min(lo, p1), max(hi, p99)
+        span = hi - lo
+        for i in ok:
+            d = data[i]
+            ax.text(i + 1, hi + 0.12 * span, f"min {d.min():.0f}\nmax {d.max():.0f}\n"
+                    f"|dev| {np.abs(d - 100).mean():.1f}", ha="center", va="center", fontsize=7)
+        ax.set_ylim(lo - 0.05 * span, hi + 0.25 * span)
     ax.axhline(100, color="k", ls="--", lw=0.8)
     ax.set_xticks(range(1, len(keys) + 1), [f"{s}\n{m}" for s, m in keys], fontsize=8)
     ax.set_ylabel("behavior-planner period (ms)")
     ax.set_title(f"Case study 2 (x{args.scale:g}): behavior-planner period (Fig. 11b)\n"
-                 "dashed = the 100 ms period; bars min/max", fontsize=9)
+                 "dashed = the 100 ms period; bars 1st-99th percentile; |dev| = mean "
+                 "|period - 100|", fontsize=9)
     common.save(fig, path)
 
 
 def plot_drops(results, setups, methods, path: Path, args) -> None:
     plt = common.pyplot()
     keys = _labels(setups, methods)
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
     top = max([int(results[k]["drops"].max()) if results[k]["drops"].size else 0
                for k in keys] + [1])
-    levels = list(range(0, top + 1))
-    bottom = np.zeros(len(keys))
-    cmap = plt.get_cmap("viridis", max(2, len(levels)))
-    for lv in levels:
-        frac = np.array([float((results[k]["drops"] == lv).mean()) if results[k]["drops"].size
-                         else 0.0 for k in keys])
-        ax.bar(range(len(keys)), frac, bottom=bottom, color=cmap(lv), label=f"{lv} dropped",
-               edgecolor="white", linewidth=0.3)
-        bottom += frac
+    levels = list(range(1, top + 1))
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
+    w = 0.8 / len(levels)
+    cmap = plt.get_cmap("plasma", len(levels) + 1)
+    for j, lv in enumerate(levels):
+        counts = [int((results[k]["drops"] == lv).sum()) for k in keys]
+        xs = np.arange(len(keys)) + (j - (len(levels) - 1) / 2) * w
+        ax.bar(xs, [c if c else np.nan for c in counts], w, color=cmap(j),
+               label=f"{lv} sample{'s' if lv > 1 else ''} dropped")
     for i, k in enumerate(keys):
         d = results[k]["drops"]
-        ax.text(i, 1.01, f"{int(d.sum())}", ha="center", va="bottom", fontsize=7)
+        share = 100.0 * float((d > 0).mean()) if d.size else 0.0
+        ax.text(i, 0.93, f"{int(d.sum())} drops\n{share:.1f}% of {d.size}",
+                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylim(0.8, max(10.0, max(r["drops"].size for r in results.values()) * 5))
+    ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.set_xticks(range(len(keys)), [f"{s}\n{m}" for s, m in keys], fontsize=8)
-    ax.set_ylim(0, 1.1)
-    ax.set_ylabel("fraction of hot-path instances")
-    ax.legend(fontsize=7, ncol=min(4, len(levels)), loc="lower right")
+    ax.set_ylabel("hot-path instances")
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_title(f"Case study 2 (x{args.scale:g}): dropped samples per hot-path instance "
-                 "(Fig. 11c)\nnumber on top = total dropped", fontsize=9)
+                 "(Fig. 11c)\ninstances with 1, 2, ... drops; text: total drops, share of "
+                 "instances with any", fontsize=9)
     common.save(fig, path)
+
+
+def load_results(out: Path, setups=None, methods=None):
+    """Results of an earlier run read back from its CSV files (``--replot``)."""
+    import csv
+    hot: dict = {}
+    bp: dict = {}
+    with (out / "hot_path.csv").open() as f:
+        for r in csv.DictReader(f):
+            hot.setdefault((r["setup"], r["method"]), []).append(
+                (float(r["latency_ms"]), int(r["drops"])))
+    with (out / "bp_period.csv").open() as f:
+        for r in csv.DictReader(f):
+            bp.setdefault((r["setup"], r["method"]), []).append(float(r["period_ms"]))
+    results = {}
+    for k in set(hot) | set(bp):
+        a = np.asarray(hot.get(k, []), dtype=np.float64).reshape(-1, 2)
+        results[k] = {"latency_ms": a[:, 0], "drops": a[:, 1].astype(np.int64),
+                      "bp_period_ms": np.asarray(bp.get(k, []), dtype=np.float64)}
+    setups = setups or [s for s in SETUPS if any(k[0] == s for k in results)]
+    methods = methods or [m for m in METHODS if any(k[1] == m for k in results)]
+    return results, setups, methods
