@@ -729,7 +729,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
-                   help="only redraw the figures from the CSV files of an earlier run in --out")
+                   help="only redraw the figures from the CSV files of earlier runs (--inputs) "
+                        "into --out")
+    p.add_argument("--inputs", default="",
+                   help="--replot: comma-separated result folders to draw together, e.g. the "
+                        "4ST and MT runs of a machine with a per-command time limit; a "
+                        "setup x method in several: the last wins (default: --out)")
     p.add_argument("--out", default="results/eval/case-study-2")
 
 
@@ -753,10 +758,21 @@ def placement_for(backend: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.replot:
         import json
-        out = Path(args.out)
-        params = json.loads((out / "summary.json").read_text())["params"]
-        results, setups, methods = load_results(out)
-        args.scale, args.gpu_ms = params["scale"], params["gpu_ms"]
+        out = common.out_dir(args.out)
+        inputs = [Path(x.strip()) for x in args.inputs.split(",") if x.strip()] or [out]
+        params = [json.loads((d / "summary.json").read_text())["params"] for d in inputs]
+        if len({(p["scale"], p["gpu_ms"]) for p in params}) > 1:
+            raise SystemExit("--inputs: the runs differ in --scale or --gpu-ms")
+        results: dict = {}
+        for d in inputs:
+            results.update(load_results(d)[0])
+        setups = [s for s in SETUPS if any(k[0] == s for k in results)]
+        methods = [m for m in METHODS if any(k[1] == m for k in results)]
+        for s in setups:  # a run that did not cover every setup x method: draw it empty
+            for m in methods:
+                results.setdefault((s, m), {"latency_ms": np.zeros(0), "drops": np.zeros(0, int),
+                                            "bp_period_ms": np.zeros(0)})
+        args.scale, args.gpu_ms = params[0]["scale"], params[0]["gpu_ms"]
         plot_latency(results, setups, methods, out / "fig11a_hot_path_latency.png", args)
         plot_bp(results, setups, methods, out / "fig11b_bp_period.png", args)
         plot_drops(results, setups, methods, out / "fig11c_drops.png", args)
