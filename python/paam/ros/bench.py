@@ -88,11 +88,12 @@ class _LineReader:
 
     Reads the file descriptor unbuffered (``os.read``) and splits lines itself, so no line can
     sit in a Python buffer where a waiter would not see it, and keeps reading after the line a
-    caller waited for, so the child never blocks on a full pipe. Lines are kept (the last
-    ``keep``) until a waiter consumes them with :meth:`wait_for`.
+    caller waited for, so the child never blocks on a full pipe. Lines are kept until a waiter
+    consumes them with :meth:`wait_for`; only beyond ``keep`` unconsumed lines (a child that
+    floods its output while nobody waits) are the oldest dropped, so memory stays bounded.
     """
 
-    def __init__(self, proc: subprocess.Popen, keep: int = 1000) -> None:
+    def __init__(self, proc: subprocess.Popen, keep: int = 200_000) -> None:
         self.proc = proc
         self._fd = proc.stdout.fileno()
         self._lines: "collections.deque[str]" = collections.deque(maxlen=keep)
