@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test suites on the GPU machine (no network, Python 3.12, no libgtest-dev, SCHED_FIFO
+# denied): sets up ROS 2 and paam (CUDA backend) through scripts/device_eval.sh, builds
+# GoogleTest from the sources carried in .dev/googletest (`cp -r /usr/src/googletest .dev/`
+# here), then runs every C++ test (the CUDA ones one at a time, after the rest) and the GPU and
+# ROS 2 pytest suites. Logs go to $OUT. Carry .whl and .dev with the call.
+#
+#   OUT=/some/dir scripts/device_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-results/device}
+mkdir -p "$OUT"
+EXPERIMENTS="" OUT="$OUT" scripts/device_eval.sh || { echo "device_check: setup failed"; exit 1; }
+
+t0=$(date +%s)
+if [ ! -f /tmp/gtest/lib/cmake/GTest/GTestConfig.cmake ] && [ ! -f /tmp/gtest/lib64/cmake/GTest/GTestConfig.cmake ]; then
+  cmake -S .dev/googletest -B build/gtest-device -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX=/tmp/gtest >/dev/null &&
+  cmake --build build/gtest-device -j "$(nproc)" >/dev/null &&
+  cmake --install build/gtest-device >/dev/null || { echo "device_check: googletest build failed"; exit 1; }
+fi
+cmake -S . -B build/cpp-device -DPAAM_BUILD_TESTS=ON -DPAAM_WITH_CUDA=ON \
+  -DCMAKE_PREFIX_PATH=/tmp/gtest -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/cmake.log" 2>&1 &&
+cmake --build build/cpp-device -j "$(nproc)" >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+echo "== C++ build took $(( $(date +%s) - t0 )) s"
+
+rc=0
+ctest --test-dir build/cpp-device --output-on-failure -j 8 -E '^Cuda' >"$OUT/ctest.log" 2>&1 || rc=1
+ctest --test-dir build/cpp-device --output-on-failure -R '^Cuda' >"$OUT/ctest_cuda.log" 2>&1 || rc=1
+grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.log" "$OUT/ctest_cuda.log"
+PAAM_REQUIRE_ROS=1 python3 -m pytest python/tests/test_gpu.py python/tests/test_gpu_ipc.py python/tests/test_gpu_units.py \
+  python/tests/ros -q -p no:cacheprovider >"$OUT/pytest.log" 2>&1 || rc=1
+tail -15 "$OUT/pytest.log"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "== device_check rc=$rc, $(( $(date +%s) - t0 )) s after setup"
+exit $rc
