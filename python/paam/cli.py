@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["serve"]:  # every option belongs to paamd, none to argparse
+        from .commands.serve import exec_paamd
+        return exec_paamd(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -35,3 +35,34 @@ def test_overhead_benchmark_writes_its_report(tmp_path):
         rt = res["stages"]["round_trip"]
         assert 0 < rt["p50_us"] <= rt["p99_us"] <= rt["max_us"]
     assert "| spin | 8 B |" in (tmp_path / "overhead.md").read_text()
+
+
+def test_serve_passes_every_option_to_paamd(tmp_path):
+    import os
+    import time
+
+    import paam
+
+    r = _paam("serve", "--help", timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "usage: paamd" in r.stdout and "--buckets" in r.stdout
+    r = _paam("serve", "--no-such-option", timeout=30)
+    assert r.returncode != 0 and "--no-such-option" in r.stdout + r.stderr
+
+    sock = str(tmp_path / "paamd.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "paam.cli", "serve", "--socket", sock,
+                             "--buckets", "2", "--device-cpu", "-2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.exists(sock):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "paam serve did not create its socket"
+            time.sleep(0.05)
+        with paam.Client(priority=3, kernels=["vector_add"], socket=sock) as c:
+            assert list(c.request("vector_add", [1.0, 2.0], [3.0, 4.0])) == [4.0, 6.0]
+            assert c.buckets == 2
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
