@@ -86,7 +86,9 @@ def test_priority_and_bucket_come_from_registration(server2):
 
 
 def test_admission_control_refuses_the_registration_that_breaks_a_chain():
-    with paam.testing.start_server(admission="analysis", device_cpu=-2,
+    # Two buckets: the lowest is kept for clients without a timing model, the analysed chains
+    # share the one above it.
+    with paam.testing.start_server(admission="analysis", buckets=2, device_cpu=-2,
                                    extra_args=["--overhead-ms", "0.05"]) as srv:
         def timing(chain, prio_cpu, seg, executor):
             return paam.TimingModel(chain=chain, period_ms=20.0, deadline_ms=20.0, cpu_wcet_ms=1.0,
@@ -105,5 +107,15 @@ def test_admission_control_refuses_the_registration_that_breaks_a_chain():
             with paam.Client(priority=5, kernels=["spin"], socket=srv.socket_path,
                              timing=timing("light", 1, 1.0, "ex1")) as light:
                 assert light.request("spin", duration_ms=1) >= 1.0
-            with paam.Client(priority=0, kernels=["spin"], socket=srv.socket_path) as be:
-                assert "best-effort" in be.admission_note
+                # A client without a timing model goes to the lowest bucket, whatever its
+                # priority, and the analysed chains keep theirs.
+                with paam.Client(priority=9, kernels=["spin"], socket=srv.socket_path) as be:
+                    assert "best-effort into the lowest bucket" in be.admission_note
+                    assert (be.bucket, light.bucket, slow.bucket) == (1, 0, 0)
+                    assert be.request("spin", duration_ms=1) >= 1.0
+
+
+def test_admission_by_analysis_with_one_bucket_refuses_clients_without_a_timing_model():
+    with paam.testing.start_server(admission="analysis", buckets=1, device_cpu=-2) as srv:
+        with pytest.raises(paam.NotAdmitted, match="--buckets 2"):
+            paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path)

@@ -11,8 +11,12 @@
 // arrives; a chain is never trusted on a promise of callbacks that have not registered yet.
 // The price: an early callback can be admitted and a later one of the same chain refused.
 //
-// One server owns one accelerator set, described by AcceleratorParams: the analysis models it
-// as one accelerator ("this server's accelerator") with the given buckets, epsilon and kappa.
+// One server owns one accelerator set, described by AcceleratorParams: the analysis models each
+// unit (GPU) it serves as one accelerator with the given epsilon and kappa. The bucket map is
+// the server's (ReservesLowestBucket): with n > 1 buckets, the lowest is kept for registrations
+// without a timing model, so the analysed chains are down-sampled onto the n - 1 above it and
+// every analysed segment pays kappa; with n == 1 such registrations are refused, since they would
+// share the one non-preemptive bucket with unbounded segments.
 // Executors are identified by name across clients; two registrations naming one executor must
 // agree on its CPU, priority and wait mode. Hybrid waiting is analysed as spinning.
 //
@@ -41,6 +45,7 @@ std::string Ms(double v) {
 struct Registration {
   uint64_t client_id = 0;
   int64_t chain_priority = 0;
+  int unit = 0;
   TimingModel model;
 };
 
@@ -52,12 +57,20 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
 
   AdmissionDecision Admit(const AdmissionRequest& request) override {
     if (request.timing == nullptr) {
+      if (params_.buckets <= 1) {
+        return {false,
+                "a registration without a timing model cannot be admitted by analysis on a server with one "
+                "bucket: its kernels would share the non-preemptive bucket with the analysed chains and could "
+                "block them for an unbounded time. Send a timing model (best_effort=true is fine: it is then "
+                "analysed as interference) or start paamd with --buckets 2 or more (the lowest bucket then "
+                "takes registrations without a model)"};
+      }
       best_effort_.insert(request.client_id);
-      return {true,
-              "admitted as best-effort: the registration carries no timing model, so it was not "
-              "analysed (its accelerator use is not covered by any chain's bound)"};
+      return {true, "admitted as best-effort into the lowest bucket (" + std::to_string(params_.buckets - 1) +
+                        "), which no analysed chain shares: the registration carries no timing model, so it was "
+                        "not analysed; its kernels can delay analysed chains only by the preemption cost"};
     }
-    Registration reg{request.client_id, request.chain_priority, *request.timing};
+    Registration reg{request.client_id, request.chain_priority, request.unit, *request.timing};
     if (std::string why = CheckModel(reg); !why.empty()) return {false, why};
     if (std::string why = CheckConsistent(reg); !why.empty()) return {false, why};
 
@@ -78,6 +91,8 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
     admitted_.erase(client_id);
     best_effort_.erase(client_id);
   }
+
+  bool ReservesLowestBucket() const override { return true; }
 
  private:
   static std::string CheckModel(const Registration& reg) {
@@ -127,7 +142,20 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
   rta::System Build(const std::vector<const Registration*>& regs) const {
     rta::System sys;
     sys.comm_cost = params_.comm_cost_ms;
-    sys.accelerators.push_back({"accelerator", params_.buckets, params_.overhead_ms, params_.preemption_ms});
+    // One accelerator per unit in use, as paamd maps buckets per unit; the lowest bucket is
+    // kept for registrations without a timing model (see ReservesLowestBucket).
+    std::map<int, int> accelerator_of_unit;
+    for (const Registration* r : regs) {
+      auto [it, fresh] = accelerator_of_unit.emplace(r->unit, static_cast<int>(sys.accelerators.size()));
+      if (!fresh) continue;
+      rta::Accelerator acc;
+      acc.name = "unit" + std::to_string(r->unit);
+      acc.buckets = params_.buckets > 1 ? params_.buckets - 1 : 1;
+      acc.overhead = params_.overhead_ms;
+      acc.preemption = params_.preemption_ms;
+      acc.best_effort_bucket = params_.buckets > 1;
+      sys.accelerators.push_back(std::move(acc));
+    }
     std::map<std::string, int> executor_index;
     std::map<std::string, std::vector<const Registration*>> by_chain;
     for (const Registration* r : regs) by_chain[r->model.chain].push_back(r);
@@ -153,7 +181,7 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
         cb.name = name + "[" + std::to_string(m.callback_index) + "]";
         cb.executor = it->second;
         cb.wcet = m.cpu_wcet_ms;
-        for (double a : m.segments_ms) cb.segments.push_back({0, a});
+        for (double a : m.segments_ms) cb.segments.push_back({accelerator_of_unit.at(r->unit), a});
         chain.callbacks.push_back(std::move(cb));
       }
       sys.chains.push_back(std::move(chain));

@@ -84,11 +84,63 @@ TEST(Admission, RemovingAClientFreesItsShare) {
   EXPECT_TRUE(Register(*policy, 3, 3, &c0).admitted);
 }
 
-TEST(Admission, RegistrationsWithoutATimingModelAreBestEffort) {
-  auto policy = MakeAnalysisAdmissionPolicy(NoOverhead());
+TEST(Admission, RegistrationsWithoutATimingModelAreBestEffortInTheLowestBucket) {
+  AcceleratorParams two = NoOverhead();
+  two.buckets = 2;
+  auto policy = MakeAnalysisAdmissionPolicy(two);
+  EXPECT_TRUE(policy->ReservesLowestBucket());
   AdmissionDecision d = Register(*policy, 7, 1, nullptr);
   EXPECT_TRUE(d.admitted);
-  EXPECT_NE(d.reason.find("best-effort"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("best-effort into the lowest bucket (1)"), std::string::npos) << d.reason;
+}
+
+TEST(Admission, WithOneBucketARegistrationWithoutATimingModelIsRefused) {
+  // It would share the one non-preemptive bucket with the analysed chains, unbounded.
+  auto policy = MakeAnalysisAdmissionPolicy(NoOverhead());
+  AdmissionDecision d = Register(*policy, 7, 1, nullptr);
+  EXPECT_FALSE(d.admitted);
+  EXPECT_NE(d.reason.find("--buckets 2"), std::string::npos) << d.reason;
+}
+
+TEST(Admission, AnalysedChainsShareTheBucketsAboveTheReservedOne) {
+  // 2 buckets, kappa = 1: the lowest is kept for registrations without a model, so c1 and c2
+  // share bucket 0 (R2 over 2 - 1 = 1 bucket) and c2 blocks c1. A* = A + 2*kappa.
+  AcceleratorParams p = NoOverhead();
+  p.buckets = 2;
+  p.preemption_ms = 1;
+  auto policy = MakeAnalysisAdmissionPolicy(p);
+  TimingModel c1 = Model("c1", 100, 50, 10, 20, "exA", 0);
+  // c1 alone: R = 10 + 22 = 32.
+  AdmissionDecision d = Register(*policy, 1, 2, &c1);
+  ASSERT_TRUE(d.admitted) << d.reason;
+  EXPECT_NE(d.reason.find("32.000 ms"), std::string::npos) << d.reason;
+  // c2 (lower, 25 ms segment, A* = 27) in c1's bucket: c1's H = 22 + B 27 = 49, R = 59 > 50.
+  // (Had R2 run over both buckets, c2 would sit alone in bucket 1 and c1 would keep 32.)
+  TimingModel c2 = Model("c2", 100, 0, 1, 25, "exB", 1);
+  d = Register(*policy, 2, 1, &c2);
+  EXPECT_FALSE(d.admitted);
+  EXPECT_EQ(d.reason, "chain 'c1' would miss its deadline 50.000 ms by 9.000 ms (bound 59.000 ms)");
+}
+
+TEST(Admission, EachUnitIsItsOwnAccelerator) {
+  // The victim case above (c0 breaks c1 on one accelerator) is admitted when c0 runs on
+  // another unit: c1's bound stays 10 + 20 = 30, c0's is 1 + 16 = 17.
+  auto policy = MakeAnalysisAdmissionPolicy(NoOverhead());
+  TimingModel c1 = Model("c1", 100, 60, 10, 20, "exA", 0);
+  AdmissionRequest r;
+  r.client_id = 1;
+  r.chain_priority = 2;
+  r.timing = &c1;
+  r.unit = 0;
+  ASSERT_TRUE(policy->Admit(r).admitted);
+  TimingModel c0 = Model("c0", 100, 0, 1, 16, "exC", 2);
+  r.client_id = 2;
+  r.chain_priority = 3;
+  r.timing = &c0;
+  r.unit = 1;
+  AdmissionDecision d = policy->Admit(r);
+  EXPECT_TRUE(d.admitted) << d.reason;
+  EXPECT_NE(d.reason.find("17.000 ms"), std::string::npos) << d.reason;
 }
 
 TEST(Admission, PartialChainsAreAnalysedWithTheCallbacksPresent) {

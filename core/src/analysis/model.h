@@ -25,6 +25,11 @@ struct Accelerator {
   int buckets = 1;            // n >= 1: hardware priority levels used by the server
   double overhead = 0.0;      // epsilon: per-request server overhead
   double preemption = 0.0;    // kappa: device-level preemption cost; ignored when buckets == 1
+                              // unless best_effort_bucket is set
+  // The server keeps one more bucket below these n for work the analysis does not model
+  // (paamd --admission analysis puts registrations without a timing model there). It can
+  // delay an analysed segment by kappa, so kappa applies even with n == 1.
+  bool best_effort_bucket = false;
 };
 
 // A single-threaded, non-preemptive, priority-driven (PiCAS) executor pinned to one CPU.

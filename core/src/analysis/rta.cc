@@ -118,7 +118,8 @@ class Analyzer {
   }
   double Kappa(int a) const {
     const Accelerator& acc = sys_.accelerators[a];
-    return acc.buckets > 1 ? acc.preemption : 0.0;  // one bucket: nothing is ever preempted
+    // One bucket and nothing below it: nothing is ever preempted.
+    return acc.buckets > 1 || acc.best_effort_bucket ? acc.preemption : 0.0;
   }
   bool Higher(int c, int h) const { return sys_.chains[h].priority > sys_.chains[c].priority; }
 

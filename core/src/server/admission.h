@@ -19,6 +19,7 @@ struct AdmissionRequest {
   uint32_t chain_priority = 0;     // larger = more critical
   int pid = 0;                     // from SO_PEERCRED
   const TimingModel* timing = nullptr;  // null: best-effort registration without a model
+  int unit = 0;                    // the accelerator unit the server placed it on
 };
 
 struct AdmissionDecision {
@@ -34,12 +35,18 @@ class AdmissionPolicy {
   virtual AdmissionDecision Admit(const AdmissionRequest& request) = 0;
   // The client left (deregistered or died); forget its contribution.
   virtual void Remove(uint64_t client_id) = 0;
+  // The bucket map the policy's guarantees assume. false (admit-all): rule R2 over the
+  // priorities of every registration on a unit. true (analysis): the lowest bucket is kept for
+  // registrations without a timing model, and rule R2 maps the priorities of the registrations
+  // with one onto the buckets above it (all of them when the server has one bucket).
+  virtual bool ReservesLowestBucket() const { return false; }
 };
 
 // Admits everything and says that no analysis was run.
 std::unique_ptr<AdmissionPolicy> MakeAdmitAllPolicy();
 
-// Accelerator parameters the analysis needs (milliseconds).
+// Accelerator parameters the analysis needs (milliseconds). One set for every unit the server
+// serves (its GPUs are of one kind); the analysis models each unit as its own accelerator.
 struct AcceleratorParams {
   int buckets = 1;
   double overhead_ms = 0.05;    // epsilon: per-request server overhead

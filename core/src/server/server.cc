@@ -50,6 +50,7 @@ struct Session {
   int unit = 0;
   std::atomic<int> bucket{0};  // re-mapped when the set of priorities changes
   double utilization = 0;      // sum of accelerator segment WCETs / period (for unit placement)
+  bool timed = false;          // registered with a timing model
   Mapping channel_mapping;
   shm::ChannelHeader* channel = nullptr;
   uint64_t tail = 0;  // dispatcher-private consumer index; never read from shared memory
@@ -619,6 +620,7 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   s->priority = req.chain_priority;
   s->uuid = req.callback_uuid;
   s->name = req.client_name;
+  s->timed = req.timing.has_value();
   if (req.timing && req.timing->period_ms > 0) {
     double sum = 0;
     for (double a : req.timing->segments_ms) sum += a;
@@ -672,6 +674,7 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   areq.chain_priority = req.chain_priority;
   areq.pid = s->peer.pid;
   areq.timing = req.timing ? &*req.timing : nullptr;
+  areq.unit = s->unit;
   AdmissionDecision decision = admission_->Admit(areq);
   if (!decision.admitted) return refuse(Errc::kNotAdmitted, decision.reason);
   reply.admission = decision.reason;
@@ -708,15 +711,23 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
             s->bucket.load(), s->unit, decision.reason.c_str());
 }
 
+// Rule R2 per unit, on the bucket map the admission policy's guarantees assume: with a policy
+// that reserves the lowest bucket (analysis), registrations without a timing model go there and
+// take no rank, and the others are down-sampled onto the buckets above it.
 void Server::Impl::RemapBuckets() {
+  const bool reserve = admission_->ReservesLowestBucket() && buckets_ > 1;
+  const int ranked_buckets = reserve ? buckets_ - 1 : buckets_;
+  auto ranked = [reserve](const Session* s) { return !reserve || s->timed; };
   for (int u = 0; u < units_; ++u) {
     std::vector<uint32_t> prios;
     for (Session* s : table_) {
-      if (s->unit == u) prios.push_back(s->priority);
+      if (s->unit == u && ranked(s)) prios.push_back(s->priority);
     }
     const std::vector<uint32_t> distinct = DistinctDescending(std::move(prios));
     for (Session* s : table_) {
-      if (s->unit == u) s->bucket.store(BucketOf(s->priority, distinct, buckets_), std::memory_order_relaxed);
+      if (s->unit != u) continue;
+      const int b = ranked(s) ? BucketOf(s->priority, distinct, ranked_buckets) : buckets_ - 1;
+      s->bucket.store(b, std::memory_order_relaxed);
     }
   }
 }
