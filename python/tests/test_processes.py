@@ -16,6 +16,14 @@ def _fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def _client_maps(pid: int) -> int:
+    """Client memory the server still maps: its channels and regions (memfd mappings; the
+    descriptors themselves are closed right after registration, so /proc/<pid>/fd alone cannot
+    show a region that was never unmapped)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sum(1 for line in f if "memfd:paam-region" in line or "memfd:paam-channel" in line)
+
+
 def _settled_fds(server) -> int:
     """The server's descriptor count once startup probes and earlier clients are gone."""
     with paam.Client(kernels=["spin"], socket=server.socket_path):
@@ -71,12 +79,14 @@ time.sleep(60)
 
 def test_sigkill_of_a_client_reclaims_it_and_drops_its_queued_work(server):
     baseline = _settled_fds(server)
+    maps = _client_maps(server.pid)
     with paam.Client(priority=10, kernels=["spin"], socket=server.socket_path) as blocker, \
          paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as later:
         busy = blocker.submit("spin", duration_ms=400)  # occupies the only worker
         time.sleep(0.05)
         victim = _spawn(VICTIM, server.socket_path)
         assert victim.stdout.readline().strip() == "submitted"  # its 2 s request is queued
+        assert _client_maps(server.pid) == maps + 6  # 3 clients x (channel + spin region)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         assert _wait_for(lambda: "went away" in server.log()), server.log()
@@ -87,19 +97,24 @@ def test_sigkill_of_a_client_reclaims_it_and_drops_its_queued_work(server):
         # Had the dead client's 2 s request run (priority 50 beats 1), this would take > 2 s.
         assert waited < 1.5, f"the dead client's queued work ran ({waited:.2f} s)"
     assert _wait_for(lambda: _fds(server.pid) == baseline), (baseline, _fds(server.pid))
+    assert _wait_for(lambda: _client_maps(server.pid) == maps), (maps, _client_maps(server.pid))
     with paam.Client(priority=1, kernels=["vector_add"], socket=server.socket_path) as c:
         np.testing.assert_array_equal(c.request("vector_add", [1], [2]), [3])
 
 
 def test_sigkill_of_a_client_while_its_kernel_runs_leaves_no_descriptor_behind(server):
     baseline = _settled_fds(server)
+    maps = _client_maps(server.pid)
     for _ in range(3):
         victim = _spawn(VICTIM, server.socket_path)
         assert victim.stdout.readline().strip() == "submitted"
+        assert _client_maps(server.pid) > maps
         victim.send_signal(signal.SIGKILL)
         victim.wait()
     assert _wait_for(lambda: server.log().count("went away") == 3, 15), server.log()
     assert _wait_for(lambda: _fds(server.pid) == baseline, 15), (baseline, _fds(server.pid))
+    # The running 2 s kernels finish into still-mapped regions; then every mapping goes.
+    assert _wait_for(lambda: _client_maps(server.pid) == maps, 15), (maps, _client_maps(server.pid))
 
 
 @pytest.mark.parametrize("wait", ["spin", "suspend", "hybrid"])
