@@ -272,6 +272,57 @@ def test_optional_fields_default_sensibly(tmp_path):
     assert spec.comm_cost == 0 and spec.executors["lo"].wait == "suspend"
 
 
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda d: d["chains"][0].update(priority=2**70),
+     ["chain 'P'", "'priority'", str(2**70), "out of range", str(INT64_MAX)]),
+    (lambda d: d["chains"][1].update(priority=INT64_MAX + 1),
+     ["chain 'Q'", "'priority'", "out of range"]),
+    (lambda d: d["chains"][1].update(priority=-INT64_MAX - 2),
+     ["chain 'Q'", "'priority'", "out of range"]),
+    (lambda d: d["chains"][0]["callbacks"][0].update(priority=2**70),
+     ["chain 'P'", "callback 'p1'", "'priority'", "out of range"]),
+    (lambda d: d["executors"]["lo"].update(priority=INT32_MAX + 1),
+     ["executor 'lo'", "'priority'", "out of range", str(INT32_MAX)]),
+    (lambda d: d["executors"]["hi"].update(priority=-2**31 - 1),
+     ["executor 'hi'", "'priority'", "out of range"]),
+    (lambda d: d["executors"]["hi"].update(cpu=2**40),
+     ["executor 'hi'", "'cpu'", "out of range"]),
+    (lambda d: d["accelerators"]["gpu0"].update(buckets=2**63),
+     ["accelerator 'gpu0'", "'buckets'", "out of range", str(INT32_MAX)]),
+    (lambda d: d["chains"][0].update(period=10**400),  # too large for a double
+     ["chain 'P'", "'period'", "finite"]),
+])
+def test_out_of_range_integers_are_bad_input_not_a_crash(tmp_path, capsys, edit, expected):
+    data = yaml.safe_load(small(tmp_path).read_text())
+    edit(data)
+    with pytest.raises(InputError) as err:
+        parse_system(data)
+    for fragment in expected:
+        assert fragment in str(err.value)
+    # From the command line: exit 2 and the same message, for analyze and for plan.
+    path = write(tmp_path, yaml.safe_dump(data), "big.yaml")
+    for argv in (("analyze", str(path)), ("plan", str(path), "-o", str(tmp_path / "o.yaml"))):
+        assert run_cli(*argv) == 2
+        captured = capsys.readouterr()
+        assert str(err.value) in captured.err and "Traceback" not in captured.err
+    assert not (tmp_path / "o.yaml").exists()
+
+
+def test_integers_at_the_limits_of_their_ranges_are_analysed(tmp_path):
+    data = yaml.safe_load(small(tmp_path).read_text())
+    data["chains"][0]["priority"] = INT64_MAX
+    data["chains"][1]["priority"] = -INT64_MAX - 1
+    data["executors"]["hi"].update(priority=INT32_MAX, cpu=INT32_MAX)
+    data["executors"]["lo"].update(priority=-2**31, cpu=INT32_MAX)
+    data["accelerators"]["gpu0"]["buckets"] = INT32_MAX
+    result = analyze(parse_system(data))
+    assert result.schedulable
+    assert result.chain("P").priority == INT64_MAX
+
+
 # --------------------------------------------------------------------------------------------
 # Command line
 
@@ -384,6 +435,32 @@ def test_plan_cli_reports_before_and_after_and_writes_a_file_analyze_accepts(tmp
     bare = write(tmp_path, yaml.safe_dump(data), "bare.yaml")
     assert run_cli("plan", str(bare), "-o", str(tmp_path / "bare.out.yaml")) == 0
     assert run_cli("plan", str(bare), "--cpus", "x,y") == 2
+
+
+def test_plan_to_a_missing_directory_is_bad_input_with_a_clear_message(tmp_path, capsys):
+    out = tmp_path / "nonexistent" / "dir" / "out.yaml"
+    assert run_cli("plan", str(plan_input(tmp_path, units=True)), "-o", str(out)) == 2
+    err = capsys.readouterr().err
+    assert f"{out}: cannot write the planned system" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_plan_options_out_of_range_are_bad_input(tmp_path, capsys):
+    src = plan_input(tmp_path, units=True)
+    out = str(tmp_path / "o.yaml")
+    assert run_cli("plan", str(src), "-o", out, "--executor-priority", str(2**40)) == 2
+    assert "--executor-priority: 1099511627776 is out of range" in capsys.readouterr().err
+    # The planner counts down from it: room for one executor per callback (six here).
+    assert run_cli("plan", str(src), "-o", out, "--executor-priority", str(-2**31)) == 2
+    assert "--executor-priority" in capsys.readouterr().err
+    assert run_cli("plan", str(src), "-o", out, "--cpus", f"0,{2**40}") == 2
+    assert "--cpus: 1099511627776 is out of range" in capsys.readouterr().err
+    data = yaml.safe_load(src.read_text())
+    data["plan"]["executor_priority"] = 2**63
+    big = write(tmp_path, yaml.safe_dump(data), "big_plan.yaml")
+    assert run_cli("plan", str(big), "-o", out) == 2
+    assert "plan: field 'executor_priority'" in capsys.readouterr().err
+    assert not (tmp_path / "o.yaml").exists()
 
 
 def test_plan_never_makes_the_case_study_worse_for_critical_chains(case_study):

@@ -284,6 +284,43 @@ TEST(Theorem1, SameExecutorHigherChainChargesCpuPlusHandlingPerJob) {
   EXPECT_EQ(r.chains[m].subchains.size(), 1u);
 }
 
+TEST(Theorem1, SameExecutorHigherChainWithASegmentChargesItsFinalHStarPerJob) {
+  // The hp term of Theorem 1 is mu_h(R) * (E_h + H*_h) whatever the executor's wait mode: on
+  // the executor itself a waiting callback holds it (spin) or, suspended, still does not let
+  // the non-preemptive executor run another callback; ANALYSIS.md (6) and rta.cc charge
+  // E_h + H*_h in both cases (only hpp, other executors of the CPU, tell spin from suspend).
+  // So the same numbers are expected for both modes.
+  for (Wait wait : {Wait::kSpin, Wait::kSuspend}) {
+    SCOPED_TRACE(wait == Wait::kSpin ? "spin" : "suspend");
+    System s = MakeSystem(1, /*overhead=*/0.5);
+    int ex = AddExecutor(s, 0, 90, wait);
+    int h = AddChain(s, "H", 2, 20, {{ex, 2, {3}}});
+    int l = AddChain(s, "L", 1, 100, {{ex, 10, {}}});
+    int g = AddChain(s, "G", 3, 10, {{AddExecutor(s, 1, 90), 1, {1}}});  // other CPU
+    Report r = MustAnalyze(s);
+    // G (highest): A* = 1, B = longest lower segment in the bucket = H's 3: H = 4,
+    //   H* = 4 + 0.5 = 4.5, R = 1 + 4.5 = 5.5.
+    EXPECT_NEAR(r.chains[g].wcrt, 5.5, kTol);
+    // H: B_c = L's callback 10 (lower chain, same executor), E = 2, delta = 1.
+    //   Lemma 2: 3 + (ceil(H/10)+1)*1: 3 -> 3 + 2 = 5 -> 3 + (ceil(0.5)+1) = 5: H^seg = 5.
+    //   Lemma 3: H^chain(R) = 3 + (ceil(R/10)+1)*1.
+    //   start 10 + 2 + 0.5 = 12.5 -> 12 + min(5, 3 + (ceil(1.25)+1)) + 0.5 = 12 + 5 + 0.5 = 17.5
+    //   -> 12 + min(5, 3 + (ceil(1.75)+1)) + 0.5 = 17.5 (fixed). No hp, no hpp: R_H = 17.5,
+    //   final H*_H = min(5, 6) + 0.5 = 5.5 > 0.
+    EXPECT_NEAR(r.chains[h].wcrt, 17.5, kTol);
+    EXPECT_NEAR(r.chains[h].handling, 5.5, kTol);
+    EXPECT_NEAR(r.chains[h].blocking, 10.0, kTol);
+    // L: B = 0, E = 10, no segment (H*_L = 0), hp = {H: E_H + H*_H = 2 + 5.5 = 7.5, T 20}.
+    //   R = 10 -> 10 + (ceil(0.5)+1)*7.5 = 25 -> 10 + (ceil(1.25)+1)*7.5 = 32.5
+    //   -> 10 + (ceil(1.625)+1)*7.5 = 32.5 (fixed); interference 3*7.5 = 22.5.
+    //   (Charging E_H alone would give 10 + 2*2 = 14.)
+    EXPECT_NEAR(r.chains[l].wcrt, 32.5, kTol);
+    EXPECT_NEAR(r.chains[l].subchains[0].interference_executor, 22.5, kTol);
+    EXPECT_NEAR(r.chains[l].subchains[0].interference_cpu, 0.0, kTol);
+    EXPECT_TRUE(r.schedulable);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sub-chains over several executors: R* = sum of sub-chain bounds + hops * epsilon'.
 TEST(SubChains, SplitAtExecutorChangesAndAddTheCommunicationCost) {

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,8 @@ Serves accelerator requests from local clients by chain priority.
   --admission none|analysis   admission control (default: none = admit all, and say so)
   --overhead-ms X        epsilon for the analysis (default: 0.05)
   --preemption-ms X      kappa for the analysis (default: 0)
+  --comm-cost-ms X       epsilon' for the analysis: cost of one executor-to-executor hop
+                         of a chain (default: 0)
   --poll-us N            busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0)
   --dispatcher-cpu N     pin the dispatcher thread
   --verbose              log every registration
@@ -55,7 +58,8 @@ long ParseInt(const char* flag, const char* v) {
 double ParseDouble(const char* flag, const char* v) {
   char* end = nullptr;
   double x = std::strtod(v, &end);
-  if (end == v || *end != '\0' || x < 0) Usage(std::string(flag) + " needs a non-negative number, got '" + v + "'");
+  if (end == v || *end != '\0' || !std::isfinite(x) || x < 0)
+    Usage(std::string(flag) + " needs a finite non-negative number, got '" + v + "'");
   return x;
 }
 
@@ -102,6 +106,8 @@ int main(int argc, char** argv) {
       o.accel.overhead_ms = ParseDouble("--overhead-ms", value());
     } else if (a == "--preemption-ms") {
       o.accel.preemption_ms = ParseDouble("--preemption-ms", value());
+    } else if (a == "--comm-cost-ms") {
+      o.accel.comm_cost_ms = ParseDouble("--comm-cost-ms", value());
     } else if (a == "--poll-us") {
       o.poll_ns = static_cast<uint64_t>(ParseInt("--poll-us", value())) * 1000;
     } else if (a == "--dispatcher-cpu") {

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from paam.analysis.model import InputError
+from paam.analysis.model import INT32_RANGE, InputError, check_range
 
 EXIT_SCHEDULABLE = 0
 EXIT_UNSCHEDULABLE = 1
@@ -120,6 +120,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             except ValueError:
                 raise InputError(f"--cpus: expected numbers like 2,3,4, got {args.cpus!r}")
         options = options_for(spec, cpus, args.executor_priority, args.wait)
+        _check_plan_ranges(spec, options, from_command_line=(cpus is not None,
+                                                             args.executor_priority is not None))
         before = None
         try:
             before = analyze(spec, stop_at_deadline=False)
@@ -135,7 +137,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     header = (f"# Planned by `paam plan {args.file}`: callback priorities (PiCAS Algorithm 1),\n"
               f"# chain-aware executor allocation on CPUs {options.cpus}, accelerator units "
               "by WFD.\n")
-    out.write_text(header + text)
+    try:
+        out.write_text(header + text)
+    except OSError as exc:
+        return _error(f"{out}: cannot write the planned system: {exc.strerror or exc}")
     print(comparison_table(before, after))
     print()
     print(summary(after))
@@ -143,6 +148,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                      for e in planned.executors.values()))
     print(f"wrote {out}")
     return EXIT_SCHEDULABLE if after.schedulable else EXIT_UNSCHEDULABLE
+
+
+def _check_plan_ranges(spec, options, *, from_command_line: tuple[bool, bool]) -> None:
+    """CPUs and executor priorities of the planned executors must fit the analysis' ints.
+
+    The planner gives the k-th executor it creates on a CPU ``executor_priority - k``; there
+    are at most as many executors as callbacks, hence the lower limit.
+    """
+    cpus_flag, prio_flag = from_command_line
+    where, key = ("--cpus", None) if cpus_flag else ("plan", "cpus")
+    for cpu in options.cpus:
+        check_range(cpu, where, key, INT32_RANGE)
+    where, key = ("--executor-priority", None) if prio_flag else ("plan", "executor_priority")
+    callbacks = sum(len(c.callbacks) for c in spec.chains)
+    check_range(options.executor_priority, where, key,
+                (INT32_RANGE[0] + callbacks, INT32_RANGE[1]))
 
 
 def cmd_schedulability(args: argparse.Namespace) -> int:

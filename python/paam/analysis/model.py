@@ -41,6 +41,12 @@ import yaml
 
 WAIT_MODES = ("spin", "suspend", "hybrid")
 
+# Ranges of the analysis' integer fields (core/src/analysis/model.h): chain priorities are
+# int64_t; buckets, CPUs and executor priorities are int. A value outside its range is bad
+# input (exit 2), not a crash in the native binding.
+INT32_RANGE = (-2**31, 2**31 - 1)
+INT64_RANGE = (-2**63, 2**63 - 1)
+
 
 class InputError(ValueError):
     """Raised when a system description is malformed; the message says where and why."""
@@ -169,7 +175,10 @@ def _number(obj: dict, key: str, where: str, *, default: float | None = None,
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where}: field '{key}' must be a number (ms), got {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer too large for a double
+        raise InputError(f"{where}: field '{key}' must be finite, got {obj[key]!r}") from None
     if not math.isfinite(value):
         raise InputError(f"{where}: field '{key}' must be finite, got {value!r}")
     if positive and value <= 0:
@@ -180,7 +189,7 @@ def _number(obj: dict, key: str, where: str, *, default: float | None = None,
 
 
 def _integer(obj: dict, key: str, where: str, *, default: int | None = None,
-             minimum: int | None = None) -> int:
+             minimum: int | None = None, limits: tuple[int, int] = INT32_RANGE) -> int:
     if key not in obj or obj[key] is None:
         if default is None:
             raise InputError(f"{where}: field '{key}' is missing")
@@ -190,7 +199,19 @@ def _integer(obj: dict, key: str, where: str, *, default: int | None = None,
         raise InputError(f"{where}: field '{key}' must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise InputError(f"{where}: field '{key}' must be at least {minimum}, got {value}")
+    check_range(value, where, key, limits)
     return value
+
+
+def check_range(value: int, where: str, key: str | None,
+                limits: tuple[int, int] = INT32_RANGE) -> None:
+    """Raise :class:`InputError` unless ``limits[0] <= value <= limits[1]`` (``key``: the
+    field named in the message; ``None`` for a command-line option named by ``where``)."""
+    low, high = limits
+    if not low <= value <= high:
+        field_ = f" field '{key}':" if key else ""
+        raise InputError(f"{where}:{field_} {value} is out of range (must be between {low} "
+                         f"and {high})")
 
 
 def _name(value: Any, where: str, key: str = "name") -> str:
@@ -264,7 +285,7 @@ def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
         if name in names:
             raise InputError(f"{where}: field 'name': duplicate chain name")
         names.add(name)
-        priority = _integer(obj, "priority", where)
+        priority = _integer(obj, "priority", where, limits=INT64_RANGE)
         if priority in priorities:
             raise InputError(f"{where}: field 'priority': {priority} is already used by chain "
                              f"'{priorities[priority]}' (chain priorities must be unique)")
@@ -334,7 +355,7 @@ def _parse_callback(raw: Any, index: int, chain: str, executors: dict[str, Execu
         segments.append(Segment(accelerator=acc, wcet=_number(seg, "wcet", seg_where)))
     priority = None
     if obj.get("priority") is not None:
-        priority = _integer(obj, "priority", where)
+        priority = _integer(obj, "priority", where, limits=INT64_RANGE)
     return Callback(name=name, executor=executor, wcet=wcet, segments=segments,
                     priority=priority)
 
