@@ -155,6 +155,18 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert sum(drops["histogram"].values()) == hot["n"]
         assert drops["total"] >= 0 and drops["instances_with_drops"] <= hot["n"]
         assert sum(1 for line in rows if f",{method}," in line) == hot["n"]
+    # GPU segments: their wall time for every method; paamd's stages for PAAM, whose device
+    # stage is the segment itself and whose stages fit inside the wall time.
+    gpu_ms = data["params"]["gpu_ms_eff"]
+    for method in ("ROS 2", "PAAM"):
+        w = data["results"]["4ST"][method]["gpu_segment_wall_ms"]
+        assert w["n"] > 0 and w["min"] >= 0.9 * gpu_ms, (method, w)
+    st = data["results"]["4ST"]["PAAM"]["paam_gpu_stages_ms"]
+    dev = st["device_start->device_end"]
+    assert dev["n"] > 0 and dev["p50"] >= 0.9 * gpu_ms, dev
+    assert sum(v["mean"] for v in st.values()) <= data["results"]["4ST"]["PAAM"][
+        "gpu_segment_wall_ms"]["mean"] * 1.05
+    assert data["results"]["4ST"]["ROS 2"]["paam_gpu_stages_ms"]["dequeued->picked"]["n"] == 0
     assert "hot path" in r.stdout and "BP mean" in r.stdout
     for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
               "bp_period.csv", "summary.csv"):

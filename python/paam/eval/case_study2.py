@@ -133,6 +133,8 @@ HOT_PATH = ("FrontLidarDriver", "RearLidarDriver", "PointsTransformerFront",
             "EuclideanClusterDetector", "ObjectCollisionEstimator")
 HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
 TPU_NODE = "PointsTransformerRear"
+# paamd's per-request timestamps (paam.Client.timestamps), in order
+_STAGES = ("submitted", "dequeued", "picked", "device_start", "device_end", "completed", "woken")
 NO_ACCELERATOR = ("BehaviorPlanner",)
 
 # Chain priorities (larger is more critical): the hot path first, then the behavior planner's
@@ -296,6 +298,11 @@ class _Graph:
         self.bp_starts: list[int] = []
         self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
         self.excess: list[float] = []
+        # per recorded GPU segment: wall time of the request on the executor's thread (ms), and
+        # under PAAM paamd's stage timestamps (ns): submitted, dequeued, device start/end,
+        # completed, woken
+        self.gpu_wall: list[float] = []
+        self.gpu_stages: list[tuple[int, ...]] = []
         self.nodes: dict[str, object] = {}
         self.entities: dict[str, list[tuple[object, int]]] = {}  # executor -> (entity, prio)
         self.rclpy = rclpy
@@ -373,7 +380,13 @@ class _Graph:
             c0 = time.thread_time_ns()
             crunch.request("spin", duration_ms=cpu_ms)
             if gpu_client is not None:
+                g0 = time.monotonic_ns()
                 self._segment(gpu_client, gpu_ms, self.drop_gpu)
+                if g0 >= self.record_from[0]:
+                    self.gpu_wall.append((time.monotonic_ns() - g0) / 1e6)
+                    if self.method == "paam":
+                        ts = gpu_client.timestamps("spin")
+                        self.gpu_stages.append(tuple(int(ts.get(k, 0)) for k in _STAGES))
             if tpu_client is not None:
                 self._segment(tpu_client, tpu_ms, self.drop_tpu)
             if self.method == "paam" and time.monotonic_ns() >= self.record_from[0]:
@@ -622,6 +635,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              published=np.asarray([g.published["FrontLidarDriver"],
                                    g.published["RearLidarDriver"]], dtype=np.int64),
              excess=np.asarray(g.excess, dtype=np.float64),
+             gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
+             gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, len(_STAGES)),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
     for c in g.clients:
         c.close()
@@ -676,6 +691,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
             next_note += 30
     hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
+    gpu_wall, gpu_stages = [], []
     for p, path, name in procs:
         p.join(max(1.0, finish + 120 - time.monotonic()))
         if p.is_alive():
@@ -690,6 +706,9 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 bp.append(z["bp_starts"])
             published += z["published"]
             excess.extend(z["excess"].tolist())
+            if "gpu_wall" in z.files:
+                gpu_wall.extend(z["gpu_wall"].tolist())
+                gpu_stages.append(z["gpu_stages"])
             rt.extend(str(x) for x in z["rt"])
     hot_a = np.vstack(hot) if hot else np.zeros((0, 6), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
@@ -697,7 +716,10 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
     return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
             "latency_to_start_ms": hot_a[:, 5] / 1e6,
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
-            "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9)}
+            "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
+            "gpu_segment_ms": gpu_wall,
+            "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
+                              else np.zeros((0, len(_STAGES)), dtype=np.int64))}
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -868,7 +890,9 @@ def run(args: argparse.Namespace) -> int:
              "lidar_samples": {"front": r["published"][0], "rear": r["published"][1],
                                "expected_each": int(args.duration * 1e3 // 100)},
              "rt": r["rt"],
-             "cpu_beyond_burn_ms": common.summarize(r["excess_ms"])}
+             "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
+             "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
+             "paam_gpu_stages_ms": _stage_summary(r.get("gpu_stages_ns"))}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -918,6 +942,15 @@ def hot_path_floor(args) -> float:
     return runs + 6 * args.gpu_ms * args.scale
 
 
+def _stage_summary(stages) -> dict:
+    """Per-stage durations (ms) of the PAAM GPU requests: each interval between consecutive
+    timestamps of _STAGES, over the requests that have all of them."""
+    a = np.zeros((0, len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
+    a = a[(a > 0).all(axis=1)] if a.size else a.reshape(0, len(_STAGES))
+    return {f"{_STAGES[i]}->{_STAGES[i + 1]}": common.summarize((a[:, i + 1] - a[:, i]) / 1e6)
+            for i in range(len(_STAGES) - 1)}
+
+
 def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
@@ -952,6 +985,19 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     for s in setups:
         for m in methods:
             lines.append(f"{s} {m} executors: " + " | ".join(summary[s][m]["rt"]))
+    lines.append("GPU segment on the executor's thread (request call, ms: p50 / mean / p99 / max); "
+                 "PAAM: mean per stage of paamd's timestamps")
+    for s in setups:
+        for m in methods:
+            w = summary[s][m].get("gpu_segment_wall_ms")
+            if not w or not w["n"]:
+                continue
+            line = (f"  {s} {m}: {common.fmt(w['p50'], 3)} / {common.fmt(w['mean'], 3)} / "
+                    f"{common.fmt(w['p99'], 3)} / {common.fmt(w['max'], 3)}")
+            st = summary[s][m].get("paam_gpu_stages_ms") or {}
+            if st and next(iter(st.values()))["n"]:
+                line += " | " + ", ".join(f"{k} {common.fmt(v['mean'], 3)}" for k, v in st.items())
+            lines.append(line)
     return "\n".join(lines) + "\n"
 
 
