@@ -50,7 +50,8 @@ class Client::Impl {
   ClientOptions options;
   UniqueFd socket;
   Mapping doorbell_mapping, channel_mapping;
-  shm::DoorbellHeader* doorbell = nullptr;
+  const shm::DoorbellHeader* doorbell = nullptr;  // the server's page, mapped read-only
+  UniqueFd wake;  // this registration's wake eventfd: written only while the dispatcher sleeps
   shm::ChannelHeader* channel = nullptr;
   std::mutex ring_mu;  // serializes producers on the ring (uncontended: no system call)
   std::vector<RegionView> regions;
@@ -104,31 +105,38 @@ Status Client::Impl::ConnectServer() {
   if (!decoded.ok()) return decoded.status();
   reply = std::move(decoded.value());
   if (reply.status != Errc::kOk) return Status(reply.status, reply.message);
-  if (fds.size() != 2 + reply.regions.size() || reply.regions.size() != options.kernels.size()) {
+  // Descriptors: doorbell (read-only), wake eventfd, channel, then one region per kernel.
+  if (fds.size() != 3 + reply.regions.size() || reply.regions.size() != options.kernels.size()) {
     return Status(Errc::kProtocolError, "registration reply carries " + std::to_string(fds.size()) +
                                             " descriptors for " + std::to_string(reply.regions.size()) + " regions");
   }
-  auto db = Mapping::Map(fds[0].get(), reply.doorbell_bytes);
+  // The version comes from the reply (the server's own message), never from a page another
+  // client could reach; the doorbell is sealed read-only for every client anyway.
+  if (reply.version != shm::kProtocolVersion || reply.doorbell_bytes < sizeof(shm::DoorbellHeader) ||
+      reply.channel_bytes < sizeof(shm::ChannelHeader)) {
+    return Status(Errc::kVersionMismatch, "server's shared-memory layout differs from this client's");
+  }
+  auto db = Mapping::Map(fds[0].get(), reply.doorbell_bytes, /*writable=*/false);
   if (!db.ok()) return db.status();
   doorbell_mapping = std::move(db.value());
-  doorbell = doorbell_mapping.as<shm::DoorbellHeader>();
-  auto ch = Mapping::Map(fds[1].get(), reply.channel_bytes);
+  doorbell = doorbell_mapping.as<const shm::DoorbellHeader>();
+  wake = std::move(fds[1]);
+  auto ch = Mapping::Map(fds[2].get(), reply.channel_bytes);
   if (!ch.ok()) return ch.status();
   channel_mapping = std::move(ch.value());
   channel = channel_mapping.as<shm::ChannelHeader>();
   if (doorbell->magic != shm::kDoorbellMagic || channel->magic != shm::kChannelMagic ||
-      channel->version != shm::kProtocolVersion || reply.doorbell_bytes < sizeof(shm::DoorbellHeader) ||
-      reply.channel_bytes < sizeof(shm::ChannelHeader)) {
+      channel->version != shm::kProtocolVersion) {
     return Status(Errc::kVersionMismatch, "server's shared-memory layout differs from this client's");
   }
   regions.resize(reply.regions.size());
   for (size_t i = 0; i < reply.regions.size(); ++i) {
     const wire::RegionInfo& info = reply.regions[i];
-    auto size = FdSize(fds[2 + i].get());
+    auto size = FdSize(fds[3 + i].get());
     if (!size.ok() || *size < info.mapping_bytes || info.mapping_bytes < sizeof(shm::RegionHeader)) {
       return Status(Errc::kProtocolError, "region of '" + info.kernel + "' is smaller than announced");
     }
-    auto m = Mapping::Map(fds[2 + i].get(), info.mapping_bytes);
+    auto m = Mapping::Map(fds[3 + i].get(), info.mapping_bytes);
     if (!m.ok()) return m.status();
     RegionView& r = regions[i];
     r.kernel = info.kernel;
@@ -265,6 +273,8 @@ void Client::Close() {
   impl_->regions.clear();
   impl_->channel_mapping.Reset();
   impl_->doorbell_mapping.Reset();
+  impl_->doorbell = nullptr;
+  impl_->wake.reset();
 }
 
 int Client::KernelIndex(std::string_view name) const {
@@ -372,9 +382,14 @@ Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t para
     std::memcpy(&ch->slots[head % shm::kRingCapacity], &d, sizeof(d));
     ch->head.store(head + 1, std::memory_order_release);  // SYNC POINT: producer
   }
-  // SYNC POINT: bump the doorbell, then wake the dispatcher only if it sleeps.
-  doorbell->ring.fetch_add(1, std::memory_order_seq_cst);
-  if (doorbell->sleeping.load(std::memory_order_seq_cst) != 0) FutexWake(&doorbell->ring, 1);
+  // SYNC POINT: head is published; fence, then wake the dispatcher only if it sleeps (it stores
+  // `sleeping`, fences, then re-reads every head: one of the two sees the other). No system
+  // call while the dispatcher is awake.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (doorbell->sleeping.load(std::memory_order_relaxed) != 0) {
+    const uint64_t one = 1;
+    (void)!write(wake.get(), &one, sizeof(one));
+  }
   return Status::Ok();
 }
 

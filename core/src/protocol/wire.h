@@ -1,9 +1,10 @@
 // protocol/wire.h — registration messages over the server's Unix socket (SOCK_SEQPACKET).
 //
 // Off the hot path: a client sends one Register message when it connects, and optionally a
-// Deregister before closing. The reply carries the memfds (SCM_RIGHTS) in a fixed order:
-// doorbell, channel, then one region per declared kernel. Little-endian, length-prefixed
-// strings; the reader bounds-checks everything and rejects trailing garbage.
+// Deregister before closing. The reply carries descriptors (SCM_RIGHTS) in a fixed order:
+// doorbell (read-only memfd), wake eventfd, channel, then one region per declared kernel.
+// Little-endian, length-prefixed strings; the reader bounds-checks everything and rejects
+// trailing garbage.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +58,10 @@ struct Session {
   std::vector<std::unique_ptr<RegionSlot>> regions;
   std::atomic<int> in_flight{0};  // queued or running requests; freed when 0 after removal
   bool registered = false;
+  // The client's wake eventfd (the server's end; the client got a duplicate). In the
+  // dispatcher's wake_epfd_ while registered; a client that writes it can only wake the
+  // dispatcher, never keep it asleep or touch another client's.
+  UniqueFd wake_fd;
 };
 
 class Server::Impl {
@@ -82,9 +87,11 @@ class Server::Impl {
 
   // Constant after Init().
   UniqueFd listen_fd_;
-  UniqueFd doorbell_fd_;
-  Mapping doorbell_mapping_;
+  UniqueFd doorbell_fd_;       // sealed F_SEAL_FUTURE_WRITE: clients can only map it read-only
+  Mapping doorbell_mapping_;   // the server's own (writable) mapping, made before the seal
   shm::DoorbellHeader* doorbell_ = nullptr;
+  UniqueFd wake_epfd_;         // the dispatcher sleeps here: every client's wake_fd, and stop_fd_
+  UniqueFd stop_fd_;           // eventfd written by Stop()
   std::vector<std::unique_ptr<BucketQueue>> queues_;  // [unit * buckets_ + bucket]
 
   // The table the dispatcher scans. Mutated by the control thread.
@@ -117,6 +124,7 @@ class Server::Impl {
 
   // --- hot path ---
   void DispatcherLoop();
+  bool DrainAll();
   bool DrainSession(Session* s);
   void WorkerLoop(int unit, int bucket, int lane);
   void RunEntry(const QueueEntry& e, int bucket, int lane);
@@ -167,7 +175,9 @@ Status Server::Impl::Init() {
     return Status(Errc::kInvalidArgument, "admission must be 'none' or 'analysis', got '" + options_.admission + "'");
   }
 
-  auto fd = CreateMemfd("paam-doorbell", sizeof(shm::DoorbellHeader));
+  // The doorbell is shared by every client, so none may write it: map it here, then seal it
+  // against all future writes (clients get it read-only; mmap/mprotect PROT_WRITE fail).
+  auto fd = CreateMemfd("paam-doorbell", sizeof(shm::DoorbellHeader), /*final_seal=*/false);
   if (!fd.ok()) return fd.status();
   doorbell_fd_ = std::move(fd.value());
   auto map = Mapping::Map(doorbell_fd_.get(), sizeof(shm::DoorbellHeader));
@@ -176,6 +186,18 @@ Status Server::Impl::Init() {
   doorbell_ = new (doorbell_mapping_.data()) shm::DoorbellHeader();
   doorbell_->magic = shm::kDoorbellMagic;
   doorbell_->version = shm::kProtocolVersion;
+  Status sealed = SealFutureWrites(doorbell_fd_.get());
+  if (!sealed.ok()) return sealed;
+  wake_epfd_.reset(epoll_create1(EPOLL_CLOEXEC));
+  stop_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_epfd_.valid() || !stop_fd_.valid()) {
+    return Status(Errc::kSystemError, std::string("dispatcher epoll/eventfd: ") + std::strerror(errno));
+  }
+  epoll_event stop_ev{};
+  stop_ev.events = EPOLLIN;  // level-triggered: once stopping, every wait returns at once
+  if (epoll_ctl(wake_epfd_.get(), EPOLL_CTL_ADD, stop_fd_.get(), &stop_ev) != 0) {
+    return Status(Errc::kSystemError, std::string("epoll_ctl: ") + std::strerror(errno));
+  }
 
   for (int i = 0; i < units_ * buckets_; ++i) {
     queues_.push_back(std::make_unique<BucketQueue>(options_.queue_capacity));
@@ -236,9 +258,9 @@ void Server::Impl::Stop() {
   // coming (a kernel that is running cannot be interrupted; its completion is not awaited).
   if (control_thread_.joinable()) control_thread_.join();
   for (auto& [fd, s] : sessions_) shutdown(fd, SHUT_RDWR);
-  if (doorbell_ != nullptr) {
-    doorbell_->ring.fetch_add(1);
-    FutexWake(&doorbell_->ring);
+  if (stop_fd_.valid()) {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_.get(), &one, sizeof(one));
   }
   for (auto& q : queues_) q->WakeAll();
   if (dispatcher_thread_.joinable()) dispatcher_thread_.join();
@@ -267,16 +289,19 @@ void Server::Impl::Stop() {
 // ---------------------------------------------------------------------------------------------
 // Hot path: dispatcher
 
+// Returns true if any session had a descriptor (or a broken ring).
+bool Server::Impl::DrainAll() {
+  bool found = false;
+  std::lock_guard<std::mutex> lock(table_mu_);
+  for (Session* s : table_) found |= DrainSession(s);
+  return found;
+}
+
 void Server::Impl::DispatcherLoop() {
   uint64_t last_work = NowNs();
+  epoll_event events[64];
   while (!stop_.load(std::memory_order_relaxed)) {
-    const uint32_t seen = doorbell_->ring.load(std::memory_order_seq_cst);
-    bool found = false;
-    {
-      std::lock_guard<std::mutex> lock(table_mu_);
-      for (Session* s : table_) found |= DrainSession(s);
-    }
-    if (found) {
+    if (DrainAll()) {
       last_work = NowNs();
       continue;
     }
@@ -284,10 +309,16 @@ void Server::Impl::DispatcherLoop() {
       CpuRelax();
       continue;
     }
-    // SYNC POINT: announce sleep, then re-check the ring (clients bump it, then read sleeping).
+    // SYNC POINT: announce sleep, then look at every ring once more. A client stores its head,
+    // fences, then reads `sleeping`: either this scan sees its descriptor, or it sees 1 and
+    // writes its wake eventfd, which the epoll_wait below then returns for. The state that
+    // wakes us is per client (its own eventfd), so no client can swallow another's wake-up.
     doorbell_->sleeping.store(1, std::memory_order_seq_cst);
-    if (doorbell_->ring.load(std::memory_order_seq_cst) == seen) {
-      FutexWait(&doorbell_->ring, seen, 100'000'000);  // 100 ms: also notices stop_
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!DrainAll()) {
+      // Edge-triggered client eventfds: each write is one event and nothing needs reading. A
+      // client writing its eventfd in a loop only causes spurious wake-ups.
+      (void)epoll_wait(wake_epfd_.get(), events, 64, 100);  // 100 ms: a safety net only
     }
     doorbell_->sleeping.store(0, std::memory_order_relaxed);
     last_work = NowNs();
@@ -682,7 +713,22 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   std::vector<UniqueFd> fds;
   fds.push_back(UniqueFd(dup(doorbell_fd_.get())));
   reply.doorbell_bytes = sizeof(shm::DoorbellHeader);
-  Status st = BuildRegions(s, req, &reply, &fds);
+  // The client's own wake eventfd (its duplicate is the second descriptor of the reply).
+  s->wake_fd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  Status st = s->wake_fd.valid() ? Status::Ok()
+                                 : Status(Errc::kSystemError, std::string("eventfd: ") + std::strerror(errno));
+  if (st.ok()) {
+    fds.push_back(UniqueFd(dup(s->wake_fd.get())));
+    st = BuildRegions(s, req, &reply, &fds);
+  }
+  if (st.ok()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.u64 = s->id;
+    if (epoll_ctl(wake_epfd_.get(), EPOLL_CTL_ADD, s->wake_fd.get(), &ev) != 0) {
+      st = Status(Errc::kSystemError, std::string("epoll_ctl: ") + std::strerror(errno));
+    }
+  }
   if (!st.ok()) {
     admission_->Remove(s->id);
     for (auto& r : s->regions) backend_->DetachRegion(&r->memory);
@@ -745,6 +791,10 @@ void Server::Impl::Reap(int epfd, int fd, bool died) {
     table_.erase(std::remove(table_.begin(), table_.end(), s.get()), table_.end());
     RemapBuckets();
   }
+  // Out of the dispatcher's set before closing: the client may still hold its duplicate, which
+  // would keep the registration alive in the epoll set.
+  epoll_ctl(wake_epfd_.get(), EPOLL_CTL_DEL, s->wake_fd.get(), nullptr);
+  s->wake_fd.reset();
   // Drop its queued work; a request already running finishes into the still-mapped region.
   Session* raw = s.get();
   for (auto& q : queues_) {

@@ -1,8 +1,10 @@
 // The server and client together, in one process (threads as clients). Multi-process cases
 // (kill -9 of a client, the server killed, many processes) live in python/tests.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -269,7 +271,7 @@ TEST(Server, ClearErrorsForBadRequests) {
 
 TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
   auto server = StartServer();
-  // A raw client that registers, then scribbles over its ring and rings the doorbell.
+  // A raw client that registers, then scribbles over its ring and writes its wake eventfd.
   auto sock = ConnectUnix(server->socket_path());
   ASSERT_TRUE(sock.ok());
   wire::RegisterRequest req;
@@ -283,10 +285,10 @@ TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
   auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
   ASSERT_TRUE(reply.ok());
   ASSERT_EQ(reply->status, Errc::kOk);
-  auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes);
-  auto ch = Mapping::Map(fds[1].get(), reply->channel_bytes);
-  auto rg = Mapping::Map(fds[2].get(), reply->regions[0].mapping_bytes);
-  ASSERT_TRUE(db.ok() && ch.ok() && rg.ok());
+  ASSERT_EQ(fds.size(), 4u);  // doorbell, wake eventfd, channel, region
+  auto ch = Mapping::Map(fds[2].get(), reply->channel_bytes);
+  auto rg = Mapping::Map(fds[3].get(), reply->regions[0].mapping_bytes);
+  ASSERT_TRUE(ch.ok() && rg.ok());
   auto* channel = ch->as<shm::ChannelHeader>();
   std::mt19937_64 rng(42);
   for (int round = 0; round < 20; ++round) {
@@ -297,8 +299,8 @@ TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
     h->input_capacity = rng();
     h->output_offset = rng();
     channel->head.store(round % 3 == 0 ? rng() : channel->head.load() + (rng() % 70));
-    db->as<shm::DoorbellHeader>()->ring.fetch_add(1);
-    FutexWake(&db->as<shm::DoorbellHeader>()->ring);
+    const uint64_t one = 1;
+    ASSERT_EQ(write(fds[1].get(), &one, sizeof(one)), 8);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   // An honest client is served correctly.
@@ -307,6 +309,169 @@ TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
   ASSERT_TRUE(VectorAdd(*c, {1, 2, 3}, {1, 1, 1}, &out).ok());
   EXPECT_EQ(out, (std::vector<float>{2, 3, 4}));
   EXPECT_GT(server->Stats().protocol_errors + server->Stats().requests_failed, 0u);
+}
+
+// A raw client that registers, then writes into every byte it can get write access to through
+// what the registration gave it: each descriptor mapped writable where the kernel lets it
+// (directly, by mprotect-ing a read-only mapping, or reopened through /proc/self/fd), and
+// garbage written to each descriptor it cannot map.
+class Scribbler {
+ public:
+  explicit Scribbler(const Server& server) {
+    auto sock = ConnectUnix(server.socket_path());
+    EXPECT_TRUE(sock.ok());
+    if (!sock.ok()) return;
+    socket_ = std::move(sock.value());
+    wire::RegisterRequest req;
+    req.version = shm::kProtocolVersion;
+    req.chain_priority = 7;
+    req.kernels = {{"vector_add", 64, 64}};
+    EXPECT_TRUE(SendMessage(socket_.get(), wire::Encode(req)).ok());
+    std::vector<uint8_t> bytes;
+    EXPECT_TRUE(RecvMessage(socket_.get(), &bytes, &fds_, 2000).ok());
+    auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
+    EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk);
+    if (!reply.ok() || reply->status != Errc::kOk) return;
+    doorbell_bytes_ = reply->doorbell_bytes;
+    for (const UniqueFd& fd : fds_) {
+      auto size = FdSize(fd.get());
+      const size_t n = size.ok() ? *size : 0;
+      void* p = MAP_FAILED;
+      if (n > 0) {
+        p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+        if (p == MAP_FAILED) {
+          p = mmap(nullptr, n, PROT_READ, MAP_SHARED, fd.get(), 0);
+          if (p != MAP_FAILED && mprotect(p, n, PROT_READ | PROT_WRITE) != 0) {
+            munmap(p, n);
+            p = MAP_FAILED;
+          }
+        }
+        if (p == MAP_FAILED) {
+          UniqueFd again(open(("/proc/self/fd/" + std::to_string(fd.get())).c_str(), O_RDWR | O_CLOEXEC));
+          if (again.valid()) p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, again.get(), 0);
+        }
+      }
+      if (p != MAP_FAILED) {
+        writable_.push_back({static_cast<uint8_t*>(p), n});
+      } else {
+        unmappable_.push_back(fd.get());
+      }
+    }
+    ok_ = true;
+  }
+  ~Scribbler() {
+    StopThread();
+    for (auto [p, n] : writable_) munmap(p, n);
+  }
+
+  bool ok() const { return ok_; }
+  const std::vector<UniqueFd>& fds() const { return fds_; }
+  size_t doorbell_bytes() const { return doorbell_bytes_; }
+  size_t writable_mappings() const { return writable_.size(); }
+
+  // Writes zeros (or random bytes) over every writable byte, and a value into every other descriptor.
+  void Scribble(bool garbage) {
+    for (auto [p, n] : writable_) {
+      if (garbage) {
+        for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng_());
+      } else {
+        std::memset(p, 0, n);
+      }
+    }
+    for (int fd : unmappable_) {
+      uint64_t v = garbage ? rng_() : 1;
+      (void)!write(fd, &v, sizeof(v));
+    }
+  }
+  // Keeps writing zeros (every ~50 us) until destroyed.
+  void StartThread() {
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        Scribble(false);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    });
+  }
+  void StopThread() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  UniqueFd socket_;
+  std::vector<UniqueFd> fds_;
+  size_t doorbell_bytes_ = 0;
+  std::vector<std::pair<uint8_t*, size_t>> writable_;
+  std::vector<int> unmappable_;
+  std::mt19937_64 rng_{7};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  bool ok_ = false;
+};
+
+TEST(Server, TheDoorbellCannotBeMadeWritableByAClient) {
+  auto server = StartServer();
+  Scribbler bad(*server);
+  ASSERT_TRUE(bad.ok());
+  ASSERT_FALSE(bad.fds().empty());
+  const int bell = bad.fds()[0].get();
+  const size_t n = bad.doorbell_bytes();
+  void* w = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, bell, 0);
+  EXPECT_EQ(w, MAP_FAILED) << "the shared doorbell maps writable";
+  if (w != MAP_FAILED) munmap(w, n);
+  void* r = mmap(nullptr, n, PROT_READ, MAP_SHARED, bell, 0);
+  ASSERT_NE(r, MAP_FAILED) << std::strerror(errno);
+  EXPECT_NE(mprotect(r, n, PROT_READ | PROT_WRITE), 0) << "a read-only doorbell mapping can be made writable";
+  EXPECT_EQ(static_cast<const shm::DoorbellHeader*>(r)->magic, shm::kDoorbellMagic);
+  munmap(r, n);
+  EXPECT_LT(pwrite(bell, "\0\0\0\0", 4, 0), 0) << "the doorbell can be written with pwrite";
+  EXPECT_NE(fallocate(bell, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(n)), 0)
+      << "the doorbell's page can be punched out";
+  EXPECT_NE(ftruncate(bell, 0), 0);
+  EXPECT_GE(bad.writable_mappings(), 2u) << "its own channel and region stay writable";
+}
+
+TEST(Server, AClientScribblingOnItsMappingsCannotBreakOthersRegistration) {
+  auto server = StartServer();
+  Scribbler bad(*server);
+  ASSERT_TRUE(bad.ok());
+  bad.Scribble(/*garbage=*/true);
+  bad.Scribble(/*garbage=*/false);
+  bad.StartThread();
+  for (int i = 0; i < 3; ++i) {
+    auto c = Connect(*server, 1 + i, {{"vector_add", 64, 64}});
+    ASSERT_NE(c, nullptr) << "registration " << i << " failed while another client scribbles";
+    std::vector<float> out;
+    ASSERT_TRUE(VectorAdd(*c, {1, 2}, {3, 4}, &out).ok());
+    EXPECT_EQ(out, (std::vector<float>{4, 6}));
+  }
+  bad.StopThread();
+}
+
+TEST(Server, AClientScribblingOnItsMappingsCannotSlowOthersDown) {
+  // poll_ns 0: the dispatcher sleeps whenever it is idle, so every request needs its wake-up.
+  auto server = StartServer(1, /*poll_ns=*/0);
+  auto c = Connect(*server, 1, {{"vector_add", 64, 64}}, WaitMode::kSuspend);
+  ASSERT_NE(c, nullptr);
+  Scribbler bad(*server);  // registers after the honest client, which is already connected
+  ASSERT_TRUE(bad.ok());
+  bad.Scribble(/*garbage=*/true);
+  bad.StartThread();  // keeps writing 0 to everything it can write
+  int slow = 0;
+  uint64_t worst = 0;
+  for (int i = 0; i < 200 && slow <= 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the dispatcher falls asleep
+    std::vector<float> out;
+    const uint64_t t0 = NowNs();
+    ASSERT_TRUE(VectorAdd(*c, {float(i)}, {1}, &out).ok());
+    const uint64_t dt = NowNs() - t0;
+    ASSERT_EQ(out, (std::vector<float>{float(i) + 1}));
+    worst = std::max(worst, dt);
+    if (dt >= 50'000'000) ++slow;
+  }
+  bad.StopThread();
+  // The dispatcher's sleep has a 100 ms timeout: a lost wake-up shows as a ~100 ms request.
+  EXPECT_LE(slow, 2) << "requests took >= 50 ms (worst " << worst / 1000 << " us): wake-ups were lost";
 }
 
 TEST(Server, ClientGetsServerDiedWithinBoundedTime) {
@@ -414,12 +579,13 @@ RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
   std::vector<UniqueFd> fds;
   EXPECT_TRUE(RecvMessage(sock->get(), &bytes, &fds, 2000).ok());
   auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
-  EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk && fds.size() == 3);
-  if (!reply.ok() || fds.size() != 3) return out;
-  auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes);
-  auto ch = Mapping::Map(fds[1].get(), reply->channel_bytes);
-  auto rg = Mapping::Map(fds[2].get(), reply->regions[0].mapping_bytes);
+  EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk && fds.size() == 4);
+  if (!reply.ok() || fds.size() != 4) return out;
+  auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes, /*writable=*/false);
+  auto ch = Mapping::Map(fds[2].get(), reply->channel_bytes);
+  auto rg = Mapping::Map(fds[3].get(), reply->regions[0].mapping_bytes);
   EXPECT_TRUE(db.ok() && ch.ok() && rg.ok());
+  if (!db.ok() || !ch.ok() || !rg.ok()) return out;
   auto* h = rg->as<shm::RegionHeader>();
   auto* in = reinterpret_cast<float*>(static_cast<uint8_t*>(rg->data()) + h->input_offset);
   in[0] = 1;
@@ -435,9 +601,12 @@ RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
   auto* channel = ch->as<shm::ChannelHeader>();
   std::memcpy(&channel->slots[0], &d, sizeof(d));
   channel->head.store(1, std::memory_order_release);
-  auto* bell = db->as<shm::DoorbellHeader>();
-  bell->ring.fetch_add(1);
-  FutexWake(&bell->ring);
+  // Wake the dispatcher the way the client library does: through the wake eventfd, if it sleeps.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (db->as<const shm::DoorbellHeader>()->sleeping.load() != 0) {
+    const uint64_t one = 1;
+    EXPECT_EQ(write(fds[1].get(), &one, sizeof(one)), 8);
+  }
   for (int i = 0; i < 2000 && h->state.load() == shm::kPending; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

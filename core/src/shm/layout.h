@@ -4,8 +4,11 @@
 //
 // Three kinds of memfd mappings, all created by the server and handed to the client over the
 // registration socket with SCM_RIGHTS (no names in /dev/shm):
-//   Doorbell  — one per server, shared by all clients: a futex word clients bump after pushing
-//               a request, and a flag saying whether the dispatcher sleeps on it.
+//   Doorbell  — one per server, shared by all clients and therefore READ-ONLY to them (sealed
+//               F_SEAL_FUTURE_WRITE after the server mapped it): a flag saying whether the
+//               dispatcher sleeps. A client that published a request while it sleeps wakes it
+//               through its own wake eventfd (one per registration, also passed at registration),
+//               so no client can write anything another client relies on.
 //   Channel   — one per registration: a single-producer (client) single-consumer (server) ring
 //               of fixed-size 72-byte RequestDescriptors.
 //   Region    — one per (callback, kernel): header (state word, sequence, status, timestamps),
@@ -22,7 +25,9 @@
 
 namespace paam::shm {
 
-inline constexpr uint32_t kProtocolVersion = 2;   // do not reuse (2: device buffers, kFlagDeviceData)
+// Do not reuse. 2: device buffers, kFlagDeviceData. 3: read-only doorbell, per-registration wake
+// eventfd (the shared futex word `ring` is gone).
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kDoorbellMagic = 0x50444231;  // "PDB1"
 inline constexpr uint32_t kChannelMagic = 0x50434831;   // "PCH1"
 inline constexpr uint32_t kRegionMagic = 0x50524731;    // "PRG1"
@@ -49,13 +54,14 @@ struct RequestDescriptor {
 };
 static_assert(sizeof(RequestDescriptor) == 72, "the control-plane descriptor is 72 bytes");
 
+// Written by the server only; clients map it read-only.
 struct alignas(kCacheLine) DoorbellHeader {
   uint32_t magic;
   uint32_t version;
-  // SYNC POINT: clients fetch_add(seq_cst) after publishing a descriptor; the dispatcher
-  // futex-waits on it.
-  alignas(kCacheLine) std::atomic<uint32_t> ring;
-  // Nonzero while the dispatcher sleeps (or is about to) on `ring`; clients wake it only then.
+  // SYNC POINT: nonzero while the dispatcher sleeps (or is about to). A client publishes its
+  // descriptor (head), issues a seq_cst fence, then reads this; the dispatcher stores 1, issues
+  // a seq_cst fence, then re-reads every head before sleeping. So either the dispatcher sees
+  // the descriptor or the client sees 1 and writes its wake eventfd (no lost wake-up).
   alignas(kCacheLine) std::atomic<uint32_t> sleeping;
 };
 
@@ -115,7 +121,7 @@ struct alignas(kCacheLine) RegionHeader {
 };
 
 // The offsets docs/shm_layout.md documents.
-static_assert(offsetof(DoorbellHeader, ring) == 64 && offsetof(DoorbellHeader, sleeping) == 128);
+static_assert(offsetof(DoorbellHeader, sleeping) == 64 && sizeof(DoorbellHeader) == 128);
 static_assert(offsetof(ChannelHeader, head) == 64 && offsetof(ChannelHeader, tail) == 128 &&
               offsetof(ChannelHeader, slots) == 192);
 static_assert(offsetof(RegionHeader, kernel_name) == 56 && offsetof(RegionHeader, state) == 128 &&

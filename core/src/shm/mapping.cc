@@ -9,6 +9,10 @@
 #include <cstring>
 #include <utility>
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1; older C libraries lack the name
+#endif
+
 namespace paam {
 
 namespace {
@@ -33,8 +37,8 @@ void Mapping::Reset() {
   size_ = 0;
 }
 
-Result<Mapping> Mapping::Map(int fd, size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+Result<Mapping> Mapping::Map(int fd, size_t bytes, bool writable) {
+  void* p = mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return SysError("mmap");
   Mapping m;
   m.data_ = p;
@@ -42,14 +46,21 @@ Result<Mapping> Mapping::Map(int fd, size_t bytes) {
   return m;
 }
 
-Result<UniqueFd> CreateMemfd(const std::string& name, size_t bytes) {
+Result<UniqueFd> CreateMemfd(const std::string& name, size_t bytes, bool final_seal) {
   UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return SysError("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return SysError("ftruncate");
-  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | (final_seal ? F_SEAL_SEAL : 0)) != 0) {
     return SysError("memfd seal");
   }
   return fd;
+}
+
+Status SealFutureWrites(int fd) {
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+    return SysError("memfd seal F_SEAL_FUTURE_WRITE (needs Linux 5.1 or later)");
+  }
+  return Status::Ok();
 }
 
 Result<size_t> FdSize(int fd) {
