@@ -20,7 +20,17 @@ separate thread, so the data path never waits behind rclpy's executor machinery.
 
 Remote clients that vanish: each must send a Heartbeat at least every ``lease_sec / 3``; one
 silent for longer than ``lease_sec`` is reaped — its local client is closed (after its in-flight
-requests end), and its topics are destroyed — as paamd reaps a dead local process.
+requests end), its request topic is destroyed and its queued requests dropped — as paamd reaps a
+dead local process.
+
+Remote clients that are not dead after all (heartbeats paused past the lease, or a bridge that
+restarted and never knew them): the bridge tells them. It publishes a *notice* — a
+``RemoteResponse`` with ``sequence`` 0 (real requests count from 1), ``ok`` false and the reason
+in ``message`` — on the client's response topic when it reaps the client, and again for every
+heartbeat that arrives with an id it does not hold (keeping a reaped client's response publisher
+for that; creating one for an id it never saw). The RemoteClient then fails its pending and later
+requests with ``paam.ros.remote.ClientRetired``. Such tombstones last until the id's heartbeats
+stop for ``max(5 * lease_sec, 10 s)``; at most :data:`MAX_TOMBSTONES` are kept.
 
 Thread safety: construct, spin and close from one thread; the waiter threads only touch a
 registration under its lock.
@@ -44,6 +54,21 @@ from paam.ros import wire
 from paam.ros._waitset import SubscriptionWaiter, take
 
 __all__ = ["Bridge", "main"]
+
+# Client ids the bridge remembers after dropping them (to answer their heartbeats), at most.
+MAX_TOMBSTONES = 256
+
+RETIRED_REASON = "the bridge retired this client: its heartbeats stopped for longer than the lease"
+
+
+class _Tombstone:
+    """A client id the bridge no longer holds: where to tell it so (``pub``; None after a
+    deliberate unregister: nothing to tell), why, and when its last heartbeat came."""
+
+    def __init__(self, pub, reason: str) -> None:
+        self.pub = pub
+        self.reason = reason
+        self.last_heard = time.monotonic()
 
 
 class _Registration:
@@ -109,6 +134,9 @@ class Bridge:
                                                flush=True))
         self._regs: dict[int, _Registration] = {}
         self._regs_lock = threading.Lock()
+        # Ids dropped (reaped, unregistered) or never known, oldest first; control plane only.
+        self._tombstones: "collections.OrderedDict[int, _Tombstone]" = collections.OrderedDict()
+        self._tombstone_keep_sec = max(5.0 * self.lease_sec, 10.0)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=waiters, thread_name_prefix="paam-bridge-wait")
         self.requests_served = 0
@@ -179,6 +207,9 @@ class Bridge:
             self._regs.clear()
         for reg in regs:
             self._retire(reg, "bridge closing")
+        for tomb in self._tombstones.values():
+            self._destroy_pub(tomb.pub)
+        self._tombstones.clear()
         self._pool.shutdown(wait=True, cancel_futures=False)
         for reg in regs:
             self._close_client(reg)
@@ -273,8 +304,12 @@ class Bridge:
         return resp
 
     def _on_unregister(self, req, resp):
+        cid = int(req.client_id)
         with self._regs_lock:
-            reg = self._regs.pop(int(req.client_id), None)
+            reg = self._regs.pop(cid, None)
+        if reg is not None or cid in self._tombstones:
+            # Late heartbeats of a client that left on purpose get no notice.
+            self._bury(cid, None, "unregistered")
         if reg is None:
             resp.ok, resp.message = False, f"no registration {req.client_id}"
             return resp
@@ -283,10 +318,63 @@ class Bridge:
         return resp
 
     def _on_heartbeat(self, msg) -> None:
+        cid = int(msg.client_id)
         with self._regs_lock:
-            reg = self._regs.get(int(msg.client_id))
+            reg = self._regs.get(cid)
         if reg is not None:
             reg.last_seen = time.monotonic()
+            return
+        # A live client the bridge does not hold (reaped, or from before a restart): tell it.
+        tomb = self._tombstones.get(cid)
+        if tomb is None:
+            from paam_msgs.msg import RemoteResponse
+            try:
+                pub = self.data_node.create_publisher(
+                    RemoteResponse, wire.response_topic(self.name, cid), wire.data_qos())
+            except Exception as exc:  # noqa: BLE001 - node going away
+                self._log(f"heartbeat of unknown client {cid}: cannot answer: {exc}")
+                return
+            tomb = self._bury(cid, pub, f"the bridge has no registration of this client "
+                                        f"(it restarted, or retired the client more than "
+                                        f"{self._tombstone_keep_sec:g} s ago)")
+            self._log(f"heartbeat of unknown client {cid}: telling it it is not registered")
+        tomb.last_heard = time.monotonic()
+        self._notify(tomb)
+
+    def _bury(self, client_id: int, pub, reason: str) -> _Tombstone:
+        """Remember ``client_id`` as gone (replacing an earlier tombstone), oldest evicted."""
+        old = self._tombstones.pop(client_id, None)
+        if old is not None and old.pub is not pub:
+            self._destroy_pub(old.pub)
+        while len(self._tombstones) >= MAX_TOMBSTONES:
+            _cid, evicted = self._tombstones.popitem(last=False)
+            self._destroy_pub(evicted.pub)
+        tomb = self._tombstones[client_id] = _Tombstone(pub, reason)
+        return tomb
+
+    def _notify(self, tomb: _Tombstone) -> None:
+        """Publish ``tomb``'s notice (sequence 0, not ok) on the client's response topic; lost
+        when the publisher has not matched the client yet, sent again at its next heartbeat."""
+        if tomb.pub is None:
+            return
+        from paam_msgs.msg import RemoteResponse
+        msg = RemoteResponse()
+        msg.sequence = 0
+        msg.ok = False
+        msg.error_kind = "ServerDied"
+        msg.message = tomb.reason
+        msg.bridge_replied_ns = time.monotonic_ns()
+        try:
+            tomb.pub.publish(msg)
+        except Exception:  # noqa: BLE001 - publisher destroyed under us
+            pass
+
+    def _destroy_pub(self, pub) -> None:
+        if pub is not None:
+            try:
+                self.data_node.destroy_publisher(pub)
+            except Exception:  # noqa: BLE001 - node may be going away
+                pass
 
     def _reap(self) -> None:
         now = time.monotonic()
@@ -297,26 +385,39 @@ class Bridge:
         for r in dead:
             with self._counter_lock:
                 self.clients_reaped += 1
-            self._retire(r, f"silent for {now - r.last_seen:.1f} s (lease {self.lease_sec:g} s)")
+            silent = now - r.last_seen
+            pub = self._retire(r, f"silent for {silent:.1f} s (lease {self.lease_sec:g} s)",
+                               keep_pub=True)
+            # Dead, or alive with its heartbeats paused: the notice tells it in the second case.
+            self._notify(self._bury(r.client_id, pub, f"{RETIRED_REASON} (no heartbeat for "
+                                                      f"{silent:.1f} s, lease "
+                                                      f"{self.lease_sec:g} s)"))
+        for cid in [cid for cid, t in self._tombstones.items()
+                    if now - t.last_heard > self._tombstone_keep_sec]:
+            self._destroy_pub(self._tombstones.pop(cid).pub)
 
-    def _retire(self, reg: _Registration, why: str) -> None:
-        """Stop taking requests for ``reg``; close its client once nothing is in flight."""
+    def _retire(self, reg: _Registration, why: str, *, keep_pub: bool = False):
+        """Stop taking requests for ``reg``; close its client once nothing is in flight.
+        Returns its response publisher if ``keep_pub`` (the caller owns it then), else None."""
         with reg.lock:
             reg.closing = True
             for q in reg.queues.values():
                 q.clear()
             idle = reg.inflight == 0
+            pub, reg.pub = reg.pub, None
         self._waiter.wake()
-        for ent in (reg.sub, reg.pub):
-            if ent is not None:
-                try:
-                    (self.data_node.destroy_subscription if ent is reg.sub
-                     else self.data_node.destroy_publisher)(ent)
-                except Exception:  # noqa: BLE001 - node may be going away
-                    pass
+        if reg.sub is not None:
+            try:
+                self.data_node.destroy_subscription(reg.sub)
+            except Exception:  # noqa: BLE001 - node may be going away
+                pass
+        if not keep_pub:
+            self._destroy_pub(pub)
+            pub = None
         self._log(f"client {reg.client_id} ({reg.describe}) retired: {why}")
         if idle:
             self._close_client(reg)
+        return pub
 
     def _close_client(self, reg: _Registration) -> None:
         with reg.lock:

@@ -10,6 +10,9 @@ RTAS 2021):
   callback, FIFO among equal priorities (by the wait in which the executor first saw it ready);
   never the stock executor's sweep over everything that was ready at one wait in type order
   (timers, subscriptions, guards, clients, services);
+* a task created while a callback runs — notably rclpy's done-callbacks of a client's
+  ``call_async`` future, which it creates when it handles the client's response — inherits that
+  callback's priority, so a response is handled at its client's priority;
 * :meth:`PicasExecutor.set_executor_priority_cpu` then :meth:`PicasExecutor.spin_rt` run the
   executor's thread under SCHED_FIFO pinned to one CPU when permitted, under a nice value derived
   from the priority where SCHED_FIFO is refused (:mod:`paam.ros.rt`), and report what it got.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import threading
 import time
 import weakref
 from typing import Callable, Optional
@@ -86,7 +90,10 @@ class PicasExecutor(Executor):
 
     :param context: the rclpy context, or ``None`` for the default one.
     :param default_priority: callback priority of entities never given one, and of tasks created
-        with :meth:`create_task` (for example rclpy's done-callbacks). Default 0.
+        with :meth:`create_task` outside a callback of this executor. Default 0. A task created
+        while one of its callbacks runs (rclpy's done-callbacks of a client's future, created
+        when the client's response is handled, or a callback's own ``create_task``) inherits
+        that callback's priority.
     :param callback_priority: start with priority scheduling enabled (PiCAS's
         ``enable_callback_priority``); when disabled the executor behaves exactly like rclpy's
         ``SingleThreadedExecutor``.
@@ -117,6 +124,8 @@ class PicasExecutor(Executor):
         self.stats = PickStats()
         # Called with (entity, priority) just before each callback runs; tests and tracing.
         self.on_pick: Optional[Callable[[object, int], None]] = None
+        # (thread, priority) of the callback running now: tasks it creates inherit the priority.
+        self._running: Optional[tuple[int, int]] = None
 
     # -- PiCAS API -----------------------------------------------------------------------------
 
@@ -141,8 +150,18 @@ class PicasExecutor(Executor):
         setattr(entity, _PRIORITY_ATTR, int(priority))
 
     def callback_priority(self, entity: object) -> int:
-        """The priority the executor uses for ``entity`` (``default_priority`` if none set)."""
+        """The priority the executor uses for ``entity`` (``default_priority`` if none set);
+        also for a task from :meth:`create_task`."""
         return getattr(entity, _PRIORITY_ATTR, self.default_priority)
+
+    def create_task(self, callback, *args, **kwargs) -> Task:
+        """rclpy's ``create_task``; called from a callback this executor is running, the task
+        gets that callback's priority (rclpy's done-callbacks of a future, for example)."""
+        task = super().create_task(callback, *args, **kwargs)
+        running = self._running
+        if running is not None and running[0] == threading.get_ident():
+            setattr(task, _PRIORITY_ATTR, running[1])
+        return task
 
     def add_chain(self, chain, entities: "dict[str, object] | None" = None) -> "dict[str, int]":
         """Let the callbacks of a :class:`paam.ros.Chain` inherit priorities from it.
@@ -262,7 +281,11 @@ class PicasExecutor(Executor):
         task, entity = best
         if self.on_pick is not None:
             self.on_pick(entity, best_key[0])
-        task()
+        outer, self._running = self._running, (threading.get_ident(), best_key[0])
+        try:
+            task()
+        finally:
+            self._running = outer
         if task.exception() is not None:
             raise task.exception()
         task.result()
@@ -274,7 +297,7 @@ class PicasExecutor(Executor):
             seq = self._first_seen.get(task)
             if seq is None:  # e.g. a task from create_task, not yet seen by a wait
                 seq = self._first_seen[task] = next(self._seq)
-            key = (self.callback_priority(entity), -seq)
+            key = (self.callback_priority(task if entity is None else entity), -seq)
             if best_key is None or key > best_key:
                 best, best_key = (task, entity), key
         return best, best_key

@@ -13,14 +13,21 @@ socket; the bridge holds the matching local registration with paamd. Its request
   ``InputTooLarge``, ``KernelFailed``, ``ServerDied``, ``PaamTimeout``, ...), raised from the
   error the bridge reported.
 
+What it lacks (all tied to a local registration with paamd): ``timestamps(kernel)``,
+``input_buffer``, ``request_raw``, ``request_device``/``submit_device`` (and ``device_buffers``),
+``buckets``, ``unit``, ``server_pid``, ``direct``.
+
 What differs: inputs are copied into messages (no shared memory across machines); several
-requests of one kernel may be outstanding (the bridge queues them in order); ``last_timestamps``
-adds the bridge's receive/reply times (server host clock) and ``remote_sent``/``remote_received``
-(this host's clock).
+requests of one kernel may be outstanding (the bridge queues them in order; ``paam.Client`` raises
+``Busy``); ``last_timestamps`` adds the bridge's receive/reply times (server host clock) and
+``remote_sent``/``remote_received`` (this host's clock); ``client_id`` is the bridge's id.
 
 Nothing hangs: no bridge answering within ``connect_timeout_sec`` raises :class:`BridgeNotRunning`
 (a ``ServerNotRunning``); a bridge that stops publishing its status for ``bridge_timeout_sec``
-while a request is outstanding raises ``ServerDied``.
+while a request is outstanding raises ``ServerDied``; a bridge that no longer knows this client
+(it retired the registration because the heartbeats stopped for longer than the lease, or it
+restarted) says so, and the pending and all later requests raise :class:`ClientRetired` (a
+``ServerDied``): create a new RemoteClient.
 
 Each process shares one ROS 2 context, node and executor thread among its RemoteClients (its own
 context, so it works whether or not the application uses rclpy, and from inside the
@@ -44,7 +51,7 @@ import numpy as np
 from paam.ros import wire
 from paam.ros._waitset import SubscriptionWaiter, take
 
-__all__ = ["RemoteClient", "RemoteFuture", "BridgeNotRunning"]
+__all__ = ["RemoteClient", "RemoteFuture", "BridgeNotRunning", "ClientRetired"]
 
 
 def _errors():
@@ -62,6 +69,20 @@ def _bridge_not_running_class():
 
 
 BridgeNotRunning = _bridge_not_running_class()
+
+
+def _client_retired_class():
+    paam = _errors()
+
+    class ClientRetired(paam.ServerDied):
+        """Raised when the bridge no longer holds this client's registration: it retired it
+        (the client's heartbeats stopped for longer than the lease while the process lived on)
+        or it restarted. The client cannot be used again; create a new one."""
+        code = "client_retired"
+    return ClientRetired
+
+
+ClientRetired = _client_retired_class()
 
 
 class _Hub:
@@ -174,12 +195,14 @@ class RemoteFuture:
         """True when the response has arrived (result() would not block)."""
         if not self._event.is_set():
             self._client._poll()
+            self._client._fail_if_retired(self)
         return self._event.is_set()
 
     def result(self, timeout_sec: Optional[float] = None) -> Any:
         """Wait for and return the result. ``None`` waits as long as the request takes (bounded
-        if the bridge dies: ServerDied); ``0`` does not wait (PaamTimeout if not done). After a
-        timeout the request stays outstanding and result() may be called again."""
+        if the bridge dies: ServerDied); ``0`` does not wait (PaamTimeout if not done; a
+        response that has arrived is returned, as by ``paam.Client``). After a timeout the
+        request stays outstanding and result() may be called again."""
         if not self._event.is_set():
             self._client._wait(self, timeout_sec)
         if self._error is not None:
@@ -227,6 +250,7 @@ class RemoteClient:
         self._pending_lock = threading.Lock()
         self._seq = itertools.count(1)
         self._closed = False
+        self._retired: Optional[str] = None  # the bridge's reason, once it retired us
         self._last: Optional[RemoteFuture] = None
         self._hub = _Hub.acquire()
         try:
@@ -306,7 +330,7 @@ class RemoteClient:
             time.sleep(0.002)
 
     def _heartbeat(self) -> None:
-        if not self._closed:
+        if not self._closed and self._retired is None:
             self._hb_pub.publish(self._Heartbeat(client_id=self._client_id,
                                                  stamp_ns=time.monotonic_ns()))
 
@@ -322,6 +346,8 @@ class RemoteClient:
         paam = _errors()
         if self._closed:
             raise paam.Closed("client is closed")
+        if self._retired is not None:
+            raise ClientRetired(self._retired)
         if kernel not in self._kernels:
             raise paam.UnknownKernel(f"'{kernel}' was not declared at registration "
                                      f"(declared: {', '.join(self._kernels)})")
@@ -345,6 +371,11 @@ class RemoteClient:
 
     def _on_response(self, msg) -> None:
         now = time.monotonic_ns()
+        if msg.sequence == 0:
+            # Sequences start at 1: 0 is the bridge's notice that it does not know this client.
+            if not msg.ok:
+                self._on_retired(msg.message or "the bridge retired this client")
+            return
         with self._pending_lock:
             fut = self._pending.pop(int(msg.sequence), None)
         if fut is None:
@@ -361,6 +392,26 @@ class RemoteClient:
             fut._resolve(value, None)
         else:
             fut._resolve(None, wire.error_class(msg.error_kind)(msg.message))
+
+    def _on_retired(self, reason: str) -> None:
+        """The bridge dropped our registration: fail what is pending, refuse what comes."""
+        with self._pending_lock:
+            if self._retired is None:
+                self._retired = (f"{reason} (paam bridge '{self._bridge}', "
+                                 f"client {self._client_id}); create a new RemoteClient")
+            pending, self._pending = list(self._pending.values()), {}
+        for fut in pending:
+            fut._resolve(None, ClientRetired(self._retired))
+
+    def _fail_if_retired(self, fut: RemoteFuture) -> bool:
+        """Resolve ``fut`` with ClientRetired if the bridge retired us (a request that raced
+        with the notice); True if it did."""
+        if self._retired is None or fut._event.is_set():
+            return False
+        with self._pending_lock:
+            self._pending.pop(fut.sequence, None)
+        fut._resolve(None, ClientRetired(self._retired))
+        return True
 
     def _take_one(self) -> None:
         """Take one waiting response (the next wait reports any further one); REQUIRES:
@@ -391,9 +442,14 @@ class RemoteClient:
         while not fut._event.is_set():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
+                self._poll()  # a response that has already arrived is not a timeout
+                if fut._event.is_set() or self._fail_if_retired(fut):
+                    return
                 raise paam.PaamTimeout(f"'{fut.kernel}' has not completed")
             if self._closed:
                 raise paam.Closed("client was closed while waiting")
+            if self._fail_if_retired(fut):
+                return
             silent = self._hub.bridge_silence(self._bridge, start)
             if silent > self._bridge_timeout:
                 with self._pending_lock:
@@ -451,6 +507,12 @@ class RemoteClient:
         return self._bridge
 
     @property
+    def retired(self) -> bool:
+        """True once the bridge said it no longer holds this registration (every request then
+        raises :class:`ClientRetired`)."""
+        return self._retired is not None
+
+    @property
     def last_timestamps(self) -> dict[str, int]:
         """Timestamps of the most recent request (ns; server stages and bridge_* on the server
         host's CLOCK_MONOTONIC, remote_* on this host's)."""
@@ -463,7 +525,7 @@ class RemoteClient:
         if self._closed:
             return
         self._closed = True
-        self._teardown(unregister=True)
+        self._teardown(unregister=self._retired is None)
 
     @property
     def closed(self) -> bool:

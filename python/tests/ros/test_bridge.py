@@ -10,15 +10,15 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import Procs
+from conftest import Procs, read_line_until, wait_until_ready
 
 pytestmark = pytest.mark.timeout(120)
 
 paam = pytest.importorskip("paam")
 
 
-def _start_bridge(procs: Procs, socket: str, *extra: str) -> str:
-    name = f"bridge_{uuid.uuid4().hex[:8]}"
+def _start_bridge(procs: Procs, socket: str, *extra: str, name: str = ""):
+    name = name or f"bridge_{uuid.uuid4().hex[:8]}"
     p = procs.start([sys.executable, "-m", "paam.cli", "bridge", "--name", name,
                      "--socket", socket, *extra])
     procs.readline_until(p, f"paam bridge '{name}' ready", 30)
@@ -118,8 +118,18 @@ def test_remote_errors_are_the_local_clients_errors(bridge):
         with pytest.raises(paam.PaamError, match="equal shapes") as info:
             c.request("vector_add", np.ones(3, np.float32), np.ones(4, np.float32))
         assert info.value.code == "invalid_argument"
+        fut = c.submit("vector_add", np.ones(3, np.float32), np.ones(3, np.float32))
         with pytest.raises(paam.PaamTimeout):
-            c.submit("vector_add", np.ones(3), np.ones(3)).result(timeout_sec=0)
+            fut.result(timeout_sec=0)   # not done yet: no wait
+        # Done: the response has arrived (not yet taken); timeout_sec=0 returns it, as
+        # paam.Client's result(0) does once done() holds.
+        wait_until_ready(c._hub.context, [c._sub], 10)
+        np.testing.assert_array_equal(fut.result(timeout_sec=0), np.full(3, 2.0))
+        fut = c.submit("vector_add", np.ones(3, np.float32), np.ones(3, np.float32))
+        deadline = time.monotonic() + 10
+        while not fut.done() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        np.testing.assert_array_equal(fut.result(timeout_sec=0), np.full(3, 2.0))
     with pytest.raises(paam.PaamError):
         c.request("vector_add", np.ones(3), np.ones(3))  # closed
 
@@ -221,6 +231,87 @@ def test_a_bridge_that_dies_mid_request_is_server_died_not_a_hang(server, procs)
         with pytest.raises(paam.ServerDied, match="silent"):
             fut.result(timeout_sec=30)
         assert time.monotonic() - t0 < 10
+    finally:
+        c.close()
+
+
+RETIRED = "the bridge retired this client: its heartbeats stopped for longer than the lease"
+
+
+def test_a_live_client_the_bridge_retired_gets_a_clear_error_not_a_hang(server, procs):
+    """A client whose heartbeats paused past the lease (process alive) is retired by the bridge;
+    the bridge tells it so, and its pending and new requests raise ClientRetired (a ServerDied)
+    promptly, not PaamTimeout after the caller's timeout, nor a hang without one."""
+    from paam.ros import RemoteClient
+    from paam.ros.remote import ClientRetired
+
+    p = _start_bridge(procs, server.socket_path, "--lease", "0.6")
+    busy = RemoteClient(priority=4, kernels=["spin"], bridge=p.bridge_name,
+                        connect_timeout_sec=20)
+    idle = RemoteClient(priority=5, kernels=["spin"], bridge=p.bridge_name,
+                        connect_timeout_sec=20)
+    try:
+        assert busy.request("spin", duration_ms=1.0) >= 1.0
+        assert idle.request("spin", duration_ms=1.0) >= 1.0
+        pending = busy.submit("spin", duration_ms=3000.0)
+        for c in (busy, idle):
+            c._hb_timer.cancel()   # the processes live on; their heartbeats pause
+        paused = time.monotonic()
+        ids, retired = {busy.client_id, idle.client_id}, set()
+
+        def both_retired(text: str) -> bool:
+            retired.update(i for i in ids if f"client {i} " in text and "retired" in text)
+            return retired == ids
+        assert read_line_until(p, both_retired, 15) is not None, p.seen_lines
+        time.sleep(max(0.0, 1.5 - (time.monotonic() - paused)))
+        for c in (busy, idle):
+            c._hb_timer.reset()    # heartbeats resume: the bridge no longer knows the id
+
+        t0 = time.monotonic()
+        with pytest.raises(paam.ServerDied, match=RETIRED) as info:
+            pending.result(timeout_sec=10)
+        assert isinstance(info.value, ClientRetired) and info.value.code == "client_retired"
+        assert time.monotonic() - t0 < 3
+        t0 = time.monotonic()
+        with pytest.raises(ClientRetired, match=RETIRED):
+            idle.request("spin", duration_ms=1.0, timeout_sec=4)
+        assert time.monotonic() - t0 < 3
+        for c in (busy, idle):
+            t0 = time.monotonic()
+            with pytest.raises(ClientRetired, match=RETIRED):
+                c.request("spin", duration_ms=1.0)   # no timeout: raises at once, no hang
+            assert time.monotonic() - t0 < 1
+            assert c.retired and not c.closed
+    finally:
+        busy.close()
+        idle.close()
+    # The bridge keeps serving new registrations.
+    with RemoteClient(priority=6, kernels=["spin"], bridge=p.bridge_name,
+                      connect_timeout_sec=20) as c:
+        assert c.request("spin", duration_ms=1.0) >= 1.0
+
+
+def test_a_restarted_bridge_tells_an_old_client_it_is_not_registered(server, procs):
+    """A bridge that restarted under the same name does not know the old client's id: the
+    client's next request raises ClientRetired within a few seconds instead of timing out."""
+    from paam.ros import RemoteClient
+    from paam.ros.remote import ClientRetired
+
+    first = _start_bridge(procs, server.socket_path)
+    name = first.bridge_name
+    # A generous bridge_timeout_sec: the new bridge's status must not be late (a loaded machine's
+    # discovery) for what is tested here.
+    c = RemoteClient(priority=6, kernels=["spin"], bridge=name, connect_timeout_sec=20,
+                     bridge_timeout_sec=30)
+    try:
+        assert c.request("spin", duration_ms=1.0) >= 1.0
+        procs.kill(first, signal.SIGKILL)
+        second = _start_bridge(procs, server.socket_path, name=name)
+        t0 = time.monotonic()
+        with pytest.raises(ClientRetired, match="no registration"):
+            c.request("spin", duration_ms=1.0, timeout_sec=20)
+        assert time.monotonic() - t0 < 10
+        assert read_line_until(second, lambda t: f"unknown client {c.client_id}" in t, 5)
     finally:
         c.close()
 

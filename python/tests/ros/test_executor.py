@@ -339,3 +339,72 @@ def test_every_triggered_callback_runs_in_every_round_highest_priority_first(ros
     assert ran == EXPECTED
     executor.shutdown()
     node.destroy_node()
+
+
+def _wait_client_ready(ctx, client, timeout_sec: float) -> None:
+    """Block until ``client`` has a response waiting, without taking it."""
+    import contextlib
+
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+    deadline = time.monotonic() + timeout_sec
+    while time.monotonic() < deadline:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(ctx.handle)
+            stack.enter_context(client.handle)
+            ws = _rclpy.WaitSet(0, 0, 0, 1, 0, 0, ctx.handle)
+            ws.clear_entities()
+            ws.add_client(client.handle)
+            ws.wait(int(0.2e9))
+            if ws.get_ready_entities("client"):
+                return
+    raise AssertionError("the service's response never arrived")
+
+
+def test_a_clients_response_callback_runs_at_the_clients_priority(ros_context):
+    """rclpy runs a call_async future's done-callbacks as tasks the executor creates; they
+    inherit the priority of the client whose response created them, so a priority-9 client's
+    response callback runs before ready priority-1/2 work (not at default_priority, after it)."""
+    import rclpy
+
+    from paam.ros import PicasExecutor
+    from paam_msgs.srv import Unregister
+
+    tag = uuid.uuid4().hex[:8]
+    node = rclpy.create_node(f"client_prio_{tag}", context=ros_context)
+    order: list[str] = []
+    guards = {name: node.create_guard_condition((lambda n: lambda: order.append(n))(name))
+              for name in ("g1", "g2")}
+
+    def serve(req, resp):
+        order.append("service")
+        for g in guards.values():
+            g.trigger()   # low-priority work becomes ready while the response travels
+        resp.ok = True
+        return resp
+    srv = node.create_service(Unregister, f"svc_{tag}", serve)
+    cli = node.create_client(Unregister, f"svc_{tag}")
+    executor = PicasExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.set_callback_priority(srv, 10)
+    executor.set_callback_priority(cli, 9)
+    executor.set_callback_priority(guards["g1"], 1)
+    executor.set_callback_priority(guards["g2"], 2)
+    assert cli.wait_for_service(timeout_sec=10)
+
+    fut = cli.call_async(Unregister.Request(client_id=1))
+    fut.add_done_callback(lambda f: order.append(f"response:{f.result().ok}"))
+    deadline = time.monotonic() + 10
+    while "service" not in order and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.5)
+    assert order == ["service"]
+    _wait_client_ready(ros_context, cli, 10)
+    deadline = time.monotonic() + 10   # the client's handler, its done-callback task, g2, g1
+    while len(order) < 4 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.5)
+    assert order == ["service", "response:True", "g2", "g1"]
+    # A task created outside any callback keeps default_priority.
+    task = executor.create_task(lambda: None)
+    assert executor.callback_priority(task) == executor.default_priority
+    executor.shutdown()
+    node.destroy_node()
