@@ -40,6 +40,8 @@ _EXPORTS = {
     "analysis_system": "paam.ros.helpers",
     "await_result": "paam.ros.helpers",
     "RemoteClient": "paam.ros.remote",
+    "BridgeNotRunning": "paam.ros.remote",
+    "ClientRetired": "paam.ros.remote",
     "Bridge": "paam.ros.bridge",
     "RtReport": "paam.ros.rt",
     "apply_rt": "paam.ros.rt",
