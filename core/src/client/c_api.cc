@@ -24,6 +24,11 @@ int Report(const paam::Status& s, char* err, size_t err_len) {
 extern "C" {
 
 int paam_client_connect(const paam_client_options* o, paam_client** out, char* err, size_t err_len) {
+  return paam_client_connect_ex(o, nullptr, out, err, err_len);
+}
+
+int paam_client_connect_ex(const paam_client_options* o, const paam_client_extra* extra, paam_client** out,
+                           char* err, size_t err_len) {
   if (o == nullptr || out == nullptr) return Report(paam::Status(paam::Errc::kInvalidArgument, "null argument"), err, err_len);
   paam::ClientOptions options;
   if (o->socket_path != nullptr) options.socket_path = o->socket_path;
@@ -37,6 +42,35 @@ int paam_client_connect(const paam_client_options* o, paam_client** out, char* e
   }
   options.wait = static_cast<paam::WaitMode>(o->wait_mode);
   options.direct = o->direct != 0;
+  if (extra != nullptr) {
+    if (extra->callback_uuid != nullptr) {
+      std::memcpy(options.callback_uuid.data(), extra->callback_uuid, options.callback_uuid.size());
+    }
+    options.unit = extra->unit;
+    if (const paam_timing_model* t = extra->timing; t != nullptr) {
+      if (t->segment_count > 0 && t->segments_ms == nullptr) {
+        return Report(paam::Status(paam::Errc::kInvalidArgument, "timing: segments_ms is NULL"), err, err_len);
+      }
+      if (t->executor_wait < 0 || t->executor_wait > 2) {
+        return Report(paam::Status(paam::Errc::kInvalidArgument, "timing: executor_wait must be PAAM_WAIT_*"), err,
+                      err_len);
+      }
+      paam::TimingModel m;
+      m.chain = t->chain != nullptr ? t->chain : "";
+      m.callback_index = t->callback_index;
+      m.chain_length = t->chain_length;
+      m.period_ms = t->period_ms;
+      m.deadline_ms = t->deadline_ms;
+      m.cpu_wcet_ms = t->cpu_wcet_ms;
+      m.segments_ms.assign(t->segments_ms, t->segments_ms + t->segment_count);
+      m.executor = t->executor != nullptr ? t->executor : "";
+      m.executor_cpu = t->executor_cpu;
+      m.executor_priority = t->executor_priority;
+      m.executor_wait = static_cast<paam::WaitMode>(t->executor_wait);
+      m.best_effort = t->best_effort != 0;
+      options.timing = std::move(m);
+    }
+  }
   auto client = paam::Client::Connect(options);
   if (!client.ok()) return Report(client.status(), err, err_len);
   *out = new paam_client{std::move(client.value())};
@@ -75,6 +109,19 @@ int paam_client_wait(paam_client* client, int kernel, uint64_t* output_bytes, ui
                      size_t err_len) {
   return Report(client->impl->Wait(kernel, output_bytes, timeout_ns), err, err_len);
 }
+
+int paam_client_ready(const paam_client* client, int kernel) { return client->impl->Ready(kernel) ? 1 : 0; }
+
+void paam_client_timestamps(const paam_client* client, int kernel, uint64_t out[7]) {
+  const paam::RequestTimestamps t = client->impl->Timestamps(kernel);
+  const uint64_t v[7] = {t.submitted, t.dequeued, t.picked, t.device_start, t.device_end, t.completed, t.woken};
+  std::memcpy(out, v, sizeof v);
+}
+
+const char* paam_client_admission(const paam_client* client) { return client->impl->admission().c_str(); }
+int paam_client_bucket(const paam_client* client) { return client->impl->bucket(); }
+int paam_client_buckets(const paam_client* client) { return client->impl->buckets(); }
+int paam_client_unit(const paam_client* client) { return client->impl->unit(); }
 
 const char* paam_error_name(int code) {
   return paam::ErrcName(static_cast<paam::Errc>(code)).data();  // names are string literals
