@@ -40,7 +40,8 @@ struct ClientOptions {
   WaitMode wait = WaitMode::kSuspend;
   std::optional<TimingModel> timing;  // for admission control; none = best-effort
   Uuid callback_uuid{};             // all zero: a random one is drawn
-  int unit = -1;                    // accelerator unit (GPU) to use; -1: the server picks
+  int unit = -1;                    // accelerator unit (GPU) to use; -1: the server picks (direct
+                                    // mode on cuda: the CUDA device ordinal, -1 = GPU 0)
   int connect_timeout_ms = 5000;    // registration reply timeout
 
   // --- Direct mode: run kernels in-process, no server (the "direct invocation" baseline) ---

@@ -97,7 +97,9 @@ class Backend {
 struct BackendOptions {
   std::string kind = "cpu";    // "cpu" | "cuda"
   int levels = 1;              // requested buckets; clamped to what the device offers
-  int best_effort_lanes = 1;   // concurrency of the lowest level
+  // Concurrency of the lowest level when there are several (with one level every request runs
+  // alone, in priority order); 0: the backend's default (cuda 4, cpu 1).
+  int best_effort_lanes = 0;
   int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core, -2: none)
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level

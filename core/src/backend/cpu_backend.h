@@ -25,7 +25,7 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   int Levels() const override { return levels_; }
-  int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int Lanes(int level) const override { return levels_ > 1 && level == levels_ - 1 ? best_effort_lanes_ : 1; }
   int ReservedCpu() const override { return device_cpu_; }
 
   Status PrepareWorker(int unit, int level, int lane, std::string* note) override;

@@ -167,6 +167,9 @@ Status Client::Impl::ConnectDirect() {
   bo.kind = options.direct_backend;
   bo.device_cpu = options.direct_device_cpu;
   bo.direct = true;
+  // One GPU for a direct client: the unit it names (its CUDA device ordinal), else GPU 0, so it
+  // creates one context, not one on every visible GPU.
+  if (bo.kind == "cuda") bo.cuda_devices = std::to_string(options.unit >= 0 ? options.unit : 0);
   auto b = CreateBackend(bo, &registry);
   if (!b.ok()) return b.status();
   backend = std::move(b.value());

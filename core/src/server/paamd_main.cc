@@ -23,7 +23,8 @@ Serves accelerator requests from local clients by chain priority.
                          $XDG_RUNTIME_DIR/paam/paamd.sock or /tmp/paam-$UID/paamd.sock)
   --backend cpu|cuda     device backend (default: cpu)
   --buckets N            buckets = hardware priority levels to use (default: 1)
-  --be-lanes N           concurrent kernels in the lowest bucket (default: 1)
+  --be-lanes N           concurrent kernels in the lowest bucket when there are several buckets
+                         (default: 4 on cuda, as the paper's best-effort streams; 1 on cpu)
   --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
   --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
   --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);

@@ -683,21 +683,32 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
     }
     device_unit = u;
   }
-  // Unit placement: the device buffers' GPU, else the client's choice, else worst fit.
+  // Unit placement: the device buffers' GPU, else the client's choice, else worst fit (Sec.
+  // IV-E3, online: registrations arrive one at a time): the unit with the least accelerator
+  // utilization, ties to the one with fewer registrations; if admission control refuses it
+  // there, the next unit in that order is tried.
+  std::vector<int> candidates;
   if (device_unit >= 0) {
-    s->unit = device_unit;
+    candidates = {device_unit};
   } else if (req.unit >= 0) {
     if (req.unit >= units_) {
       return refuse(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " does not exist (this server has " +
                                                 std::to_string(units_) + ")");
     }
-    s->unit = req.unit;
+    candidates = {req.unit};
   } else {
     std::vector<double> load(static_cast<size_t>(units_), 0.0);
+    std::vector<int> count(static_cast<size_t>(units_), 0);
     for (const auto& [fd, other] : sessions_) {
-      if (other->registered) load[static_cast<size_t>(other->unit)] += other->utilization;
+      if (!other->registered) continue;
+      load[static_cast<size_t>(other->unit)] += other->utilization;
+      count[static_cast<size_t>(other->unit)] += 1;
     }
-    s->unit = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    for (int u = 0; u < units_; ++u) candidates.push_back(u);
+    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+      const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+      return load[ua] != load[ub] ? load[ua] < load[ub] : count[ua] < count[ub];
+    });
   }
 
   AdmissionRequest areq;
@@ -705,9 +716,19 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   areq.chain_priority = req.chain_priority;
   areq.pid = s->peer.pid;
   areq.timing = req.timing ? &*req.timing : nullptr;
-  areq.unit = s->unit;
-  AdmissionDecision decision = admission_->Admit(areq);
-  if (!decision.admitted) return refuse(Errc::kNotAdmitted, decision.reason);
+  AdmissionDecision decision;
+  std::string first_refusal;
+  for (int u : candidates) {
+    s->unit = u;
+    areq.unit = u;
+    decision = admission_->Admit(areq);
+    if (decision.admitted) break;
+    if (first_refusal.empty()) first_refusal = decision.reason;
+  }
+  if (!decision.admitted) {
+    return refuse(Errc::kNotAdmitted, candidates.size() > 1 ? first_refusal + " (and on every other unit)"
+                                                             : first_refusal);
+  }
   reply.admission = decision.reason;
 
   std::vector<UniqueFd> fds;

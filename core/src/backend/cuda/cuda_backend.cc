@@ -105,7 +105,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   int Levels() const override { return levels_; }
-  int Lanes(int level) const override { return level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int Lanes(int level) const override { return levels_ > 1 && level == levels_ - 1 ? best_effort_lanes_ : 1; }
   int Units() const override { return static_cast<int>(units_.size()); }
   int UnitOfDevice(int device) const override {
     for (size_t i = 0; i < units_.size(); ++i) {
@@ -179,6 +179,7 @@ class CudaBackend final : public Backend {
 
   // Constant after Init.
   int levels_ = 1;
+  static constexpr int kDefaultBestEffortLanes = 4;
   int best_effort_lanes_ = 1;
   WaitKind wait_ = WaitKind::kFlag;
   WriteValueFn write_value_ = nullptr;
@@ -255,7 +256,8 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
       wait_ = WaitKind::kPoll;
     }
   }
-  best_effort_lanes_ = std::max(1, options.best_effort_lanes);
+  // The paper's lowest bucket runs best-effort kernels concurrently, on several streams.
+  best_effort_lanes_ = options.best_effort_lanes > 0 ? options.best_effort_lanes : kDefaultBestEffortLanes;
   {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};

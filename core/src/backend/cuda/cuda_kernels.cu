@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -41,13 +42,19 @@ __global__ void __launch_bounds__(kVecThreads) VectorAddKernel(const float* __re
 // ---------------------------------------------------------------- matmul
 // 64x64 output tile per block, k in steps of 16, 256 threads with a 4x4 micro-tile each
 // (rows ty + 16 i, columns tx + 16 j: conflict-free shared reads, coalesced stores).
+// Short blocks: one launch covers at most kSliceK of the k dimension ([k_begin, k_end)) and
+// adds to C when `accumulate`; MatmulCuda issues ceil(K / kSliceK) launches on the stream, so
+// a block lasts a slice (about 20 us at 1024^3 on an H100), not the whole k, and a
+// higher-priority stream waits at most that long (the preemption cost kappa of the analysis).
 constexpr int kTile = 64;
 constexpr int kTileK = 16;
+constexpr int kSliceK = 128;
 constexpr int kMmThreads = 256;
 
 __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restrict__ A,
                                                             const float* __restrict__ B,
-                                                            float* __restrict__ C, int M, int K, int N) {
+                                                            float* __restrict__ C, int M, int K, int N,
+                                                            int k_begin, int k_end, int accumulate) {
   __shared__ float As[kTileK][kTile + 4];  // A tile transposed: As[k][row]
   __shared__ float Bs[kTileK][kTile + 4];
   const int tid = threadIdx.x;
@@ -56,18 +63,18 @@ __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restri
   const int row0 = blockIdx.y * kTile;
   const int col0 = blockIdx.x * kTile;
   float acc[4][4] = {};
-  for (int k0 = 0; k0 < K; k0 += kTileK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += kTileK) {
 #pragma unroll
     for (int i = tid; i < kTile * kTileK; i += kMmThreads) {
       const int r = i / kTileK, c = i % kTileK;
       const int gr = row0 + r, gc = k0 + c;
-      As[c][r] = (gr < M && gc < K) ? A[static_cast<size_t>(gr) * K + gc] : 0.0f;
+      As[c][r] = (gr < M && gc < k_end) ? A[static_cast<size_t>(gr) * K + gc] : 0.0f;
     }
 #pragma unroll
     for (int i = tid; i < kTileK * kTile; i += kMmThreads) {
       const int r = i / kTile, c = i % kTile;
       const int gr = k0 + r, gc = col0 + c;
-      Bs[r][c] = (gr < K && gc < N) ? B[static_cast<size_t>(gr) * N + gc] : 0.0f;
+      Bs[r][c] = (gr < k_end && gc < N) ? B[static_cast<size_t>(gr) * N + gc] : 0.0f;
     }
     __syncthreads();
 #pragma unroll
@@ -92,7 +99,9 @@ __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restri
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int c = col0 + tx + 16 * j;
-      if (c < N) C[static_cast<size_t>(r) * N + c] = acc[i][j];
+      if (c >= N) continue;
+      float* out = &C[static_cast<size_t>(r) * N + c];
+      *out = accumulate ? *out + acc[i][j] : acc[i][j];
     }
   }
 }
@@ -209,10 +218,15 @@ int MatmulCuda(const paam_kernel_args* a) {
   if (gy > 65535) return PAAM_KERNEL_EINVAL;
   const auto* A = static_cast<const float*>(a->input);
   dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>(gy));
-  MatmulKernel<<<grid, kMmThreads, 0, StreamOf(a)>>>(A, A + m * k, static_cast<float*>(a->output),
-                                                     static_cast<int>(m), static_cast<int>(k),
-                                                     static_cast<int>(n));
-  return Launched();
+  for (uint64_t k0 = 0; k0 < k; k0 += kSliceK) {
+    const uint64_t k1 = std::min<uint64_t>(k, k0 + kSliceK);
+    MatmulKernel<<<grid, kMmThreads, 0, StreamOf(a)>>>(A, A + m * k, static_cast<float*>(a->output),
+                                                       static_cast<int>(m), static_cast<int>(k),
+                                                       static_cast<int>(n), static_cast<int>(k0),
+                                                       static_cast<int>(k1), k0 > 0 ? 1 : 0);
+    if (const int rc = Launched(); rc != 0) return rc;
+  }
+  return 0;
 }
 
 int ReductionCuda(const paam_kernel_args* a) {
