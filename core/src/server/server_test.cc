@@ -565,7 +565,7 @@ struct RawCompletion {
   Errc status = Errc::kOk;
   std::string error;
 };
-RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
+RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags, uint64_t input_bytes = 8) {
   RawCompletion out;
   auto sock = ConnectUnix(server.socket_path());
   EXPECT_TRUE(sock.ok());
@@ -594,7 +594,7 @@ RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
   d.region = 0;
   d.flags = flags;
   d.sequence = 1;
-  d.input_bytes = 8;
+  d.input_bytes = input_bytes;
   d.params[0] = 1;
   d.submit_ns = NowNs();
   h->state.store(shm::kPending);
@@ -614,6 +614,18 @@ RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags) {
   out.status = static_cast<Errc>(h->status);
   out.error = h->error;
   return out;
+}
+
+// A client that bypasses the library's own size check (raw descriptor) still meets the
+// server's: the size declared at registration (64 bytes here) is the server's private record.
+TEST(Server, OversizeDescriptorIsRefusedByTheServerItself) {
+  auto server = StartServer();
+  RawCompletion c = RawRequestWithFlags(*server, 0, /*input_bytes=*/1000);
+  EXPECT_EQ(c.state, shm::kFailed);
+  EXPECT_EQ(c.status, Errc::kInputTooLarge);
+  EXPECT_NE(c.error.find("input of 1000 bytes exceeds the size of 64 declared for 'vector_add'"), std::string::npos)
+      << c.error;
+  EXPECT_EQ(RawRequestWithFlags(*server, 0).state, shm::kDone) << "and the server keeps serving";
 }
 
 TEST(DeviceData, FlagIsRefusedForARegionRegisteredWithoutDeviceBuffers) {
