@@ -16,14 +16,13 @@ def _paam(*args, timeout=120):
 
 
 def test_wait_strategies_measures_every_configuration(tmp_path):
+    configs = ("paam-spin", "paam-suspend", "paam-hybrid", "direct-processes", "direct-threads")
     r = _paam("eval", "wait-strategies", "--quick", "--iterations", "120", "--kernel-ms", "0.3",
-              "--configs", "paam-spin,paam-suspend,direct-processes,direct-threads",
-              "--out", str(tmp_path))
+              "--configs", ",".join(configs), "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
     warmup = data["params"]["warmup"]
-    assert set(data["results"]) == {"paam-spin", "paam-suspend", "direct-processes",
-                                    "direct-threads"}
+    assert set(data["results"]) == set(configs)
     for config, res in data["results"].items():
         req, frame, dev = res["request"], res["frame"], res["device"]
         assert req["n"] == 2 * (120 - warmup), config
@@ -34,8 +33,9 @@ def test_wait_strategies_measures_every_configuration(tmp_path):
         assert frame["min"] >= 2 * 0.29 * 1e3, config
         assert req["min"] <= req["mean"] <= req["max"]
         assert req["p2v"] == pytest.approx(req["max"] - req["min"])
-    assert "MMET" in r.stdout and "direct-threads" in r.stdout
-    for f in ("summary.csv", "histograms.png", "profiles.png", "raw/paam-spin.npz"):
+    assert "MMET" in r.stdout and "direct-threads" in r.stdout and "paam-hybrid" in r.stdout
+    for f in ("summary.csv", "histograms.png", "profiles.png", "raw/paam-spin.npz",
+              "raw/paam-hybrid.npz"):
         assert (tmp_path / f).stat().st_size > 0
 
 
@@ -106,18 +106,32 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
     r = _paam("eval", "case-study-1", "--quick", "--chains", "chain1,be1",
-              "--methods", "ros2,paam", "--out", str(tmp_path))
+              "--methods", "ros2,picas,paam", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
-    scale = data["params"]["scale"]
-    # chain1: callbacks of 2 and 6 ms CPU, each then a 10 ms segment; be1 the same.
+    scale, duration = data["params"]["scale"], data["params"]["duration"]
+    # chain1: callbacks of 2 and 6 ms CPU, each then a 10 ms segment; be1 the same. Both have
+    # a 120 ms period.
     own = (2 + 6 + 2 * 10) * scale
+    expiries = duration / (0.120 * scale)
     for chain in ("chain1", "be1"):
-        for method in ("ROS 2", "PAAM"):
+        for method in ("ROS 2", "PiCAS", "PAAM"):
             s = data["results"][chain][method]
             assert s["n"] > 0, (chain, method)
             # An instance cannot finish before its own CPU time and segments have run.
             assert s["min"] >= 0.98 * own, (chain, method, s["min"])
+            assert s["min"] <= s["p99"] <= s["max"], (chain, method)
+            # Every timer expiry in the window either ran or is counted as skipped.
+            assert s["n"] <= expiries + 2, (chain, method, s["n"], expiries)
+            assert s["n"] + s["missed"] >= 0.9 * expiries, (chain, method, s, expiries)
+    # PiCAS and PAAM run the priority-driven executors with an OS priority (SCHED_FIFO, or
+    # the nice fallback where it is denied); ROS 2 the stock executors without one.
+    for ex in ("ex1", "be1"):
+        assert "SCHED_OTHER" in data["os_priorities"]["ROS 2"][ex]
+        for method in ("PiCAS", "PAAM"):
+            note = data["os_priorities"][method][ex]
+            assert "SCHED_FIFO" in note or "nice" in note, (method, ex, note)
+    assert "PiCAS max/p99" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_calibration_us"]["min"] > 0
     assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
@@ -129,11 +143,11 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
-    r = _paam("eval", "case-study-2", "--quick", "--methods", "ros2,paam",
+    r = _paam("eval", "case-study-2", "--quick", "--methods", "ros2,picas,paam",
               "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
-    assert data["params"]["setups"] == "4ST"
+    assert data["params"]["setups"] == "4ST"  # --quick runs 4ST only: MT is not smoke-tested
     duration = data["params"]["duration"]
     # From the later lidar stamp an instance runs at least one lidar callback, one points
     # transformer, the fusing callback, ray ground filter, cluster detector and collision
@@ -141,7 +155,8 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     floor = data["hot_path_run_ms"]
     assert floor > 0
     rows = (tmp_path / "hot_path.csv").read_text().splitlines()
-    for method in ("ROS 2", "PAAM"):
+    methods = ("ROS 2", "PiCAS", "PAAM")
+    for method in methods:
         s = data["results"]["4ST"][method]
         hot, bp, drops = s["hot_path_ms"], s["bp_period_ms"], s["drops"]
         # 100 ms lidars: about 10 instances a second reach the estimator.
@@ -155,10 +170,17 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert sum(drops["histogram"].values()) == hot["n"]
         assert drops["total"] >= 0 and drops["instances_with_drops"] <= hot["n"]
         assert sum(1 for line in rows if f",{method}," in line) == hot["n"]
+        # Four executors; PiCAS and PAAM with an OS priority (SCHED_FIFO or the nice fallback).
+        assert len(s["rt"]) == 4, (method, s["rt"])
+        for note in s["rt"]:
+            if method == "ROS 2":
+                assert "SCHED_OTHER" in note, note
+            else:
+                assert "SCHED_FIFO" in note or "nice" in note, (method, note)
     # GPU segments: their wall time for every method; paamd's stages for PAAM, whose device
     # stage is the segment itself and whose stages fit inside the wall time.
     gpu_ms = data["params"]["gpu_ms_eff"]
-    for method in ("ROS 2", "PAAM"):
+    for method in methods:
         w = data["results"]["4ST"][method]["gpu_segment_wall_ms"]
         assert w["n"] > 0 and w["min"] >= 0.9 * gpu_ms, (method, w)
     st = data["results"]["4ST"]["PAAM"]["paam_gpu_stages_ms"]
@@ -166,7 +188,8 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert dev["n"] > 0 and dev["p50"] >= 0.9 * gpu_ms, dev
     assert sum(v["mean"] for v in st.values()) <= data["results"]["4ST"]["PAAM"][
         "gpu_segment_wall_ms"]["mean"] * 1.05
-    assert data["results"]["4ST"]["ROS 2"]["paam_gpu_stages_ms"]["dequeued->picked"]["n"] == 0
+    for method in ("ROS 2", "PiCAS"):  # direct invocation: no request went through paamd
+        assert data["results"]["4ST"][method]["paam_gpu_stages_ms"]["dequeued->picked"]["n"] == 0
     assert "hot path" in r.stdout and "BP mean" in r.stdout
     for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
               "bp_period.csv", "summary.csv"):
