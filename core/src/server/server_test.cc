@@ -269,23 +269,43 @@ TEST(Server, ClearErrorsForBadRequests) {
   EXPECT_EQ(out, (std::vector<float>{4, 6}));
 }
 
+// A registration made over the socket by hand (no Client): one vector_add region of 64 bytes.
+// Descriptors in reply order: doorbell, wake eventfd, channel, region. `ok` is false (with a
+// test failure recorded) if any step failed.
+struct RawRegistration {
+  bool ok = false;
+  UniqueFd socket;
+  wire::RegisterReply reply;
+  std::vector<UniqueFd> fds;
+};
+RawRegistration RawRegister(const Server& server, uint32_t priority) {
+  RawRegistration out;
+  auto sock = ConnectUnix(server.socket_path());
+  EXPECT_TRUE(sock.ok());
+  if (!sock.ok()) return out;
+  out.socket = std::move(sock.value());
+  wire::RegisterRequest req;
+  req.version = shm::kProtocolVersion;
+  req.chain_priority = priority;
+  req.kernels = {{"vector_add", 64, 64}};
+  EXPECT_TRUE(SendMessage(out.socket.get(), wire::Encode(req)).ok());
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(RecvMessage(out.socket.get(), &bytes, &out.fds, 2000).ok());
+  auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
+  EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk && out.fds.size() == 4);
+  if (!reply.ok() || reply->status != Errc::kOk || out.fds.size() != 4) return out;
+  out.reply = std::move(reply.value());
+  out.ok = true;
+  return out;
+}
+
 TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
   auto server = StartServer();
   // A raw client that registers, then scribbles over its ring and writes its wake eventfd.
-  auto sock = ConnectUnix(server->socket_path());
-  ASSERT_TRUE(sock.ok());
-  wire::RegisterRequest req;
-  req.version = shm::kProtocolVersion;
-  req.chain_priority = 3;
-  req.kernels = {{"vector_add", 64, 64}};
-  ASSERT_TRUE(SendMessage(sock->get(), wire::Encode(req)).ok());
-  std::vector<uint8_t> bytes;
-  std::vector<UniqueFd> fds;
-  ASSERT_TRUE(RecvMessage(sock->get(), &bytes, &fds, 2000).ok());
-  auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
-  ASSERT_TRUE(reply.ok());
-  ASSERT_EQ(reply->status, Errc::kOk);
-  ASSERT_EQ(fds.size(), 4u);  // doorbell, wake eventfd, channel, region
+  RawRegistration raw = RawRegister(*server, 3);
+  ASSERT_TRUE(raw.ok);
+  const wire::RegisterReply* reply = &raw.reply;
+  std::vector<UniqueFd>& fds = raw.fds;
   auto ch = Mapping::Map(fds[2].get(), reply->channel_bytes);
   auto rg = Mapping::Map(fds[3].get(), reply->regions[0].mapping_bytes);
   ASSERT_TRUE(ch.ok() && rg.ok());
@@ -318,21 +338,11 @@ TEST(Server, GarbageInSharedMemoryLeavesTheServerUnharmed) {
 class Scribbler {
  public:
   explicit Scribbler(const Server& server) {
-    auto sock = ConnectUnix(server.socket_path());
-    EXPECT_TRUE(sock.ok());
-    if (!sock.ok()) return;
-    socket_ = std::move(sock.value());
-    wire::RegisterRequest req;
-    req.version = shm::kProtocolVersion;
-    req.chain_priority = 7;
-    req.kernels = {{"vector_add", 64, 64}};
-    EXPECT_TRUE(SendMessage(socket_.get(), wire::Encode(req)).ok());
-    std::vector<uint8_t> bytes;
-    EXPECT_TRUE(RecvMessage(socket_.get(), &bytes, &fds_, 2000).ok());
-    auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
-    EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk);
-    if (!reply.ok() || reply->status != Errc::kOk) return;
-    doorbell_bytes_ = reply->doorbell_bytes;
+    RawRegistration raw = RawRegister(server, 7);
+    if (!raw.ok) return;
+    socket_ = std::move(raw.socket);
+    fds_ = std::move(raw.fds);
+    doorbell_bytes_ = raw.reply.doorbell_bytes;
     for (const UniqueFd& fd : fds_) {
       auto size = FdSize(fd.get());
       const size_t n = size.ok() ? *size : 0;
@@ -567,20 +577,10 @@ struct RawCompletion {
 };
 RawCompletion RawRequestWithFlags(const Server& server, uint32_t flags, uint64_t input_bytes = 8) {
   RawCompletion out;
-  auto sock = ConnectUnix(server.socket_path());
-  EXPECT_TRUE(sock.ok());
-  if (!sock.ok()) return out;
-  wire::RegisterRequest req;
-  req.version = shm::kProtocolVersion;
-  req.chain_priority = 3;
-  req.kernels = {{"vector_add", 64, 64, std::nullopt}};
-  EXPECT_TRUE(SendMessage(sock->get(), wire::Encode(req)).ok());
-  std::vector<uint8_t> bytes;
-  std::vector<UniqueFd> fds;
-  EXPECT_TRUE(RecvMessage(sock->get(), &bytes, &fds, 2000).ok());
-  auto reply = wire::DecodeRegisterReply(bytes.data(), bytes.size());
-  EXPECT_TRUE(reply.ok() && reply->status == Errc::kOk && fds.size() == 4);
-  if (!reply.ok() || fds.size() != 4) return out;
+  RawRegistration raw = RawRegister(server, 3);
+  if (!raw.ok) return out;
+  const wire::RegisterReply* reply = &raw.reply;
+  std::vector<UniqueFd>& fds = raw.fds;
   auto db = Mapping::Map(fds[0].get(), reply->doorbell_bytes, /*writable=*/false);
   auto ch = Mapping::Map(fds[2].get(), reply->channel_bytes);
   auto rg = Mapping::Map(fds[3].get(), reply->regions[0].mapping_bytes);

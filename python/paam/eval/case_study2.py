@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from paam.eval import common
+from paam.eval.overhead import LOCAL_STAGES
 
 METHODS = ("ROS 2", "PiCAS", "PAAM")
 METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
@@ -133,8 +134,9 @@ HOT_PATH = ("FrontLidarDriver", "RearLidarDriver", "PointsTransformerFront",
             "EuclideanClusterDetector", "ObjectCollisionEstimator")
 HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
 TPU_NODE = "PointsTransformerRear"
-# paamd's per-request timestamps (paam.Client.timestamps), in order
-_STAGES = ("submitted", "dequeued", "picked", "device_start", "device_end", "completed", "woken")
+# paamd's per-request timestamps (paam.Client.timestamps), in order: the ends of the stages
+# the overhead experiment names
+_STAGES = (LOCAL_STAGES[0][1],) + tuple(end for _name, _start, end in LOCAL_STAGES)
 NO_ACCELERATOR = ("BehaviorPlanner",)
 
 # Chain priorities (larger is more critical): the hot path first, then the behavior planner's

@@ -48,6 +48,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from paam.errors import ServerDied, ServerNotRunning
 from paam.ros import wire
 from paam.ros._waitset import SubscriptionWaiter, take
 
@@ -59,30 +60,16 @@ def _errors():
     return paam.errors
 
 
-def _bridge_not_running_class():
-    paam = _errors()
-
-    class BridgeNotRunning(paam.ServerNotRunning):
-        """Raised when no paam bridge of the given name answers on this ROS 2 domain."""
-        code = "bridge_not_running"
-    return BridgeNotRunning
+class BridgeNotRunning(ServerNotRunning):
+    """Raised when no paam bridge of the given name answers on this ROS 2 domain."""
+    code = "bridge_not_running"
 
 
-BridgeNotRunning = _bridge_not_running_class()
-
-
-def _client_retired_class():
-    paam = _errors()
-
-    class ClientRetired(paam.ServerDied):
-        """Raised when the bridge no longer holds this client's registration: it retired it
-        (the client's heartbeats stopped for longer than the lease while the process lived on)
-        or it restarted. The client cannot be used again; create a new one."""
-        code = "client_retired"
-    return ClientRetired
-
-
-ClientRetired = _client_retired_class()
+class ClientRetired(ServerDied):
+    """Raised when the bridge no longer holds this client's registration: it retired it (the
+    client's heartbeats stopped for longer than the lease while the process lived on) or it
+    restarted. The client cannot be used again; create a new one."""
+    code = "client_retired"
 
 
 class _Hub:
