@@ -120,6 +120,8 @@ class PicasExecutor(Executor):
         self._rt_priority: Optional[int] = None
         self._rt_cpu: Optional[int] = None
         self._rt_mode = "auto"
+        self._rt_best_effort = False
+        self._chains: list = []
         self.rt_report: Optional[RtReport] = None
         self.stats = PickStats()
         # Called with (entity, priority) just before each callback runs; tests and tracing.
@@ -176,30 +178,37 @@ class PicasExecutor(Executor):
         if entities:
             for name, entity in entities.items():
                 chain.bind(name, entity)
-        chains = getattr(self, "_chains", [])
-        if chain not in chains:
-            chains.append(chain)
-        self._chains = chains
-        table = picas_callback_priorities(chains)
-        for c in chains:
+        if chain not in self._chains:
+            self._chains.append(chain)
+        table = picas_callback_priorities(self._chains)
+        for c in self._chains:
             for name, entity in c.bound_entities().items():
                 self.set_callback_priority(entity, table[(c.name, name)])
         return {name: table[(chain.name, name)] for name in chain.callback_names}
 
+    @property
+    def chains(self) -> tuple:
+        """The :class:`paam.ros.Chain` objects added with :meth:`add_chain`, in that order."""
+        return tuple(self._chains)
+
     def set_executor_priority_cpu(self, rt_priority: Optional[int], cpu: Optional[int], *,
-                                  mode: str = "auto") -> None:
+                                  mode: str = "auto", best_effort: bool = False) -> None:
         """Ask for RT priority ``rt_priority`` and affinity to ``cpu`` for the spinning thread.
 
         Applied by :meth:`spin_rt` (or :meth:`apply_rt`) in the thread that spins; ``None`` leaves
         a knob alone. ``mode`` (:func:`paam.ros.rt.apply_rt`): ``auto`` is SCHED_FIFO where
         permitted, else the nice value of :func:`paam.ros.rt.nice_for`, else SCHED_OTHER;
-        ``fifo``, ``nice``, ``none``. What was applied, and why not, is in :attr:`rt_report`.
+        ``fifo``, ``nice``, ``none``. ``best_effort``: the executor serves only best-effort
+        chains, so where SCHED_FIFO is denied it runs SCHED_IDLE instead of a nice value (it then
+        yields at once to the critical executors on its core; :mod:`paam.ros.rt`). What was
+        applied, and why not, is in :attr:`rt_report`.
         """
         if mode not in RT_MODES:
             raise ValueError(f"mode must be one of {RT_MODES}, not {mode!r}")
         self._rt_priority = rt_priority
         self._rt_cpu = cpu
         self._rt_mode = mode
+        self._rt_best_effort = bool(best_effort)
 
     @property
     def rt_settings(self) -> "tuple[Optional[int], Optional[int]]":
@@ -215,6 +224,7 @@ class PicasExecutor(Executor):
         """
         self.rt_report = apply_rt(self._rt_priority, self._rt_cpu,
                                   mode=mode or self._rt_mode,
+                                  best_effort=self._rt_best_effort,
                                   log=log if log is not None else (lambda _line: None))
         return self.rt_report
 

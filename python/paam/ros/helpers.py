@@ -158,11 +158,16 @@ class Chain:
             return dict(self._entities)
 
     def configure_executor(self, executor) -> dict[str, int]:
-        """Give ``executor`` (a PicasExecutor) this chain's callback priorities and RT settings."""
+        """Give ``executor`` (a PicasExecutor) this chain's callback priorities and RT settings.
+
+        An executor all of whose chains are best-effort is marked best-effort (SCHED_IDLE where
+        SCHED_FIFO is denied: :mod:`paam.ros.rt`)."""
         prio = self.executor_priority if self.executor_priority > 0 else None
         cpu = self.executor_cpu if self.executor_cpu >= 0 else None
-        executor.set_executor_priority_cpu(prio, cpu)
-        return executor.add_chain(self)
+        table = executor.add_chain(self)
+        executor.set_executor_priority_cpu(
+            prio, cpu, best_effort=all(c.best_effort for c in executor.chains))
+        return table
 
     # -- server side ---------------------------------------------------------------------------
 

@@ -14,6 +14,14 @@ Modes (``mode=``):
 * ``nice``: the nice value only (what a machine that denies SCHED_FIFO gets).
 * ``none``: leave the policy alone (affinity is still applied).
 
+``best_effort=True`` (an executor that serves only best-effort chains): where ``auto`` or
+``nice`` would give a nice value, the thread gets SCHED_IDLE instead. A nice value only weights
+the fair scheduler: a nice 0 best-effort executor sharing a core with a nice -20 critical one
+still holds the core for up to a scheduler slice (milliseconds) when the critical one wakes.
+SCHED_IDLE threads are preempted at once by any other SCHED_OTHER thread, which is the order
+SCHED_FIFO would give the two, and any user may ask for it. (The cost: a SCHED_IDLE thread also
+yields to every unrelated SCHED_OTHER thread on its core.)
+
 The nice ladder (:func:`nice_for`): RT priority 90 and above → nice -20, then one nice step per
 priority step down (89 → -19, 80 → -10, ...), RT priority 70 and below → nice 0. So a higher RT
 priority never gets a higher nice value, and the executors of a system keep their relative order
@@ -57,9 +65,10 @@ class RtReport:
     """What :func:`apply_rt` asked for and what the calling thread got.
 
     ``policy`` is what the thread runs under afterwards, as far as this call is concerned:
-    ``"SCHED_FIFO"``, ``"nice"`` (SCHED_OTHER at ``nice``) or ``"SCHED_OTHER"`` (nothing
-    applied; also when no priority was asked for). ``priority_applied`` is True only for
-    SCHED_FIFO; ``fallback`` is True when a nice value stands in for a refused SCHED_FIFO.
+    ``"SCHED_FIFO"``, ``"nice"`` (SCHED_OTHER at ``nice``), ``"SCHED_IDLE"`` (a best-effort
+    thread's fallback) or ``"SCHED_OTHER"`` (nothing applied; also when no priority was asked
+    for). ``priority_applied`` is True only for SCHED_FIFO; ``fallback`` is True when a nice
+    value or SCHED_IDLE stands in for a refused SCHED_FIFO.
     """
 
     requested_priority: int | None
@@ -70,6 +79,7 @@ class RtReport:
     policy: str = "SCHED_OTHER"
     nice: int | None = None
     fallback: bool = False
+    best_effort: bool = False
     fifo_error: OSError | None = None
     nice_error: OSError | None = None
     messages: list[str] = dataclasses.field(default_factory=list)
@@ -81,7 +91,7 @@ class RtReport:
         if self.requested_priority is None or self.mode == "none":
             prio_ok = True
         elif self.mode == "nice":
-            prio_ok = self.policy == "nice"
+            prio_ok = self.policy == ("SCHED_IDLE" if self.best_effort else "nice")
         else:
             prio_ok = self.priority_applied
         return prio_ok and (self.requested_cpu is None or self.cpu_applied)
@@ -96,6 +106,8 @@ class RtReport:
             return f"SCHED_FIFO {p}"
         if self.mode == "fifo":
             return f"SCHED_FIFO {p} denied ({self.fifo_error}); SCHED_OTHER"
+        if self.policy == "SCHED_IDLE":
+            return "SCHED_IDLE (fallback)" if self.fallback else "SCHED_IDLE"
         if n is None:  # auto, SCHED_FIFO failed for a reason other than a refusal
             return f"SCHED_FIFO {p} not applied ({self.fifo_error}); SCHED_OTHER"
         if self.policy == "nice":
@@ -155,7 +167,22 @@ def _apply_nice(report: RtReport, priority: int, *, fallback: bool) -> None:
     report.messages.append(f"{how} instead" if fallback else how)
 
 
+def _apply_idle(report: RtReport, priority: int, *, fallback: bool) -> bool:
+    """SCHED_IDLE for a best-effort thread; False (and a message) where it is refused."""
+    report.fallback = fallback
+    how = f"SCHED_IDLE (best-effort, from RT priority {priority})"
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError) as err:
+        report.messages.append(f"{how} denied ({err}); trying the nice ladder")
+        return False
+    report.policy = "SCHED_IDLE"
+    report.messages.append(f"{how} instead" if fallback else how)
+    return True
+
+
 def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
+             best_effort: bool = False,
              log: Optional[Callable[[str], None]] = None) -> RtReport:
     """Give the calling thread RT ``priority`` (SCHED_FIFO, else a nice value) and pin it to
     ``cpu``; never raises because the machine refused something.
@@ -164,6 +191,8 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
     :param cpu: CPU index to pin to, or ``None`` (or a negative value) to leave affinity alone.
     :param mode: ``auto`` (SCHED_FIFO, on refusal nice, on refusal nothing), ``fifo``, ``nice``
         or ``none`` (see the module docstring).
+    :param best_effort: the thread serves only best-effort work: SCHED_IDLE where ``auto`` or
+        ``nice`` would give a nice value (see the module docstring).
     :param log: receives the one line that says what was applied; ``None``: the ``paam.rt``
         logger (a warning when something asked for was not applied as asked, else info).
     :return: an :class:`RtReport`; ``report.policy``/``report.nice`` say what the thread got,
@@ -177,7 +206,8 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if cpu is not None and cpu < 0:
         cpu = None
-    report = RtReport(requested_priority=priority, requested_cpu=cpu, mode=mode)
+    report = RtReport(requested_priority=priority, requested_cpu=cpu, mode=mode,
+                      best_effort=bool(best_effort))
     if cpu is not None:
         _apply_affinity(report, cpu)
     if priority is not None and mode != "none":
@@ -197,7 +227,8 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
                     text += "; thread stays SCHED_OTHER"
                 report.messages.append(text)
         if fifo_refused and mode in ("auto", "nice"):
-            _apply_nice(report, priority, fallback=mode == "auto")
+            if not (best_effort and _apply_idle(report, priority, fallback=mode == "auto")):
+                _apply_nice(report, priority, fallback=mode == "auto")
     if report.messages:
         line = f"real-time settings: {report}"
         if log is not None:

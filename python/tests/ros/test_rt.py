@@ -93,6 +93,67 @@ def test_nice_refused_too_keeps_sched_other_and_never_raises(deny):
     assert report.priority_summary.startswith("nice -20 denied")
 
 
+@pytest.fixture
+def deny_fifo_only(monkeypatch):
+    """SCHED_FIFO raises EPERM, every other policy (SCHED_IDLE) goes through: a machine that
+    denies real-time priorities to an unprivileged user."""
+    real = os.sched_setscheduler
+
+    def setscheduler(pid, policy, param):
+        if policy == os.SCHED_FIFO:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        return real(pid, policy, param)
+    monkeypatch.setattr(os, "sched_setscheduler", setscheduler)
+
+
+@pytest.mark.parametrize("mode", ["auto", "nice"])
+def test_best_effort_thread_gets_sched_idle_instead_of_a_nice_value(deny_fifo_only, mode):
+    lines = []
+    report, policy, nice, _ = _in_thread(lambda: rt.apply_rt(70, None, mode=mode,
+                                                             best_effort=True, log=lines.append))
+    assert policy == os.SCHED_IDLE and nice == 0
+    assert report.policy == "SCHED_IDLE" and report.fallback == (mode == "auto")
+    assert report.ok == (mode == "nice")  # a fallback is never "ok"
+    assert report.priority_summary == ("SCHED_IDLE (fallback)" if mode == "auto" else "SCHED_IDLE")
+    assert "SCHED_IDLE (best-effort, from RT priority 70)" in lines[0]
+
+
+def test_best_effort_thread_keeps_sched_fifo_where_it_is_permitted():
+    report, policy, _nice, _ = _in_thread(lambda: rt.apply_rt(5, None, best_effort=True,
+                                                              log=lambda _l: None))
+    if not report.priority_applied:
+        pytest.skip(f"this machine refuses SCHED_FIFO: {report}")
+    assert policy == os.SCHED_FIFO and report.policy == "SCHED_FIFO"
+
+
+def test_best_effort_falls_back_to_the_nice_ladder_where_sched_idle_is_refused_too(deny):
+    deny("sched_setscheduler")
+    report, policy, nice, _ = _in_thread(lambda: rt.apply_rt(75, None, best_effort=True,
+                                                             log=lambda _l: None))
+    assert policy == os.SCHED_OTHER and nice == -5 and report.policy == "nice"
+    assert "SCHED_IDLE (best-effort, from RT priority 75) denied" in str(report)
+
+
+def test_only_an_executor_of_best_effort_chains_alone_is_best_effort(ros_context, deny_fifo_only):
+    from paam.ros import CallbackSpec, Chain, PicasExecutor
+
+    def chain(name, best_effort):
+        return Chain(name, priority=1 if best_effort else 2, period_ms=100, best_effort=best_effort,
+                     callbacks=[CallbackSpec(f"{name}_cb", cpu_wcet_ms=1)],
+                     executor="e", executor_priority=70)
+    be_only, mixed = PicasExecutor(context=ros_context), PicasExecutor(context=ros_context)
+    try:
+        chain("be", True).configure_executor(be_only)
+        chain("be", True).configure_executor(mixed)
+        chain("crit", False).configure_executor(mixed)
+        policies = [_in_thread(lambda ex=ex: ex.apply_rt())[1] for ex in (be_only, mixed)]
+    finally:
+        be_only.shutdown()
+        mixed.shutdown()
+    assert policies == [os.SCHED_IDLE, os.SCHED_OTHER]
+    assert mixed.rt_report.policy == "nice" and mixed.rt_report.nice == 0
+
+
 def test_fifo_mode_does_not_fall_back(deny):
     deny("sched_setscheduler")
     report, policy, nice, _ = _in_thread(lambda: rt.apply_rt(80, None, mode="fifo",
