@@ -39,11 +39,14 @@ def find_paamd() -> str:
 class ServerProcess:
     """A running paamd. ``socket_path``, ``pid``, ``stop()``, ``kill()``, ``log()``."""
 
-    def __init__(self, args: Sequence[str], socket_path: str, tmpdir: tempfile.TemporaryDirectory | None):
+    def __init__(self, args: Sequence[str], socket_path: str, tmpdir: tempfile.TemporaryDirectory | None,
+                 cpus: Sequence[int] | None = None):
         self.socket_path = socket_path
         self._tmp = tmpdir
         self._log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(list(args), stdout=self._log, stderr=subprocess.STDOUT)
+        pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
+        self.proc = subprocess.Popen(list(args), stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=pin)
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout_sec: float = 10.0) -> None:
@@ -97,8 +100,11 @@ class ServerProcess:
 
 def start_server(*, buckets: int = 1, backend: str = "cpu", socket: str | None = None,
                  admission: str = "none", device_cpu: int | None = None, extra_args: Sequence[str] = (),
-                 timeout_sec: float = 10.0) -> ServerProcess:
-    """Starts paamd and waits until it accepts registrations. Use as a context manager."""
+                 timeout_sec: float = 10.0, cpus: Sequence[int] | None = None) -> ServerProcess:
+    """Starts paamd and waits until it accepts registrations. Use as a context manager.
+
+    ``cpus``: the cores paamd's threads may run on (its CPU-backend device workers still pin
+    themselves to the device core); default: wherever the caller may run."""
     tmp = None
     if socket is None:
         tmp = tempfile.TemporaryDirectory(prefix="paam-")
@@ -108,6 +114,6 @@ def start_server(*, buckets: int = 1, backend: str = "cpu", socket: str | None =
     if device_cpu is not None:
         args += ["--device-cpu", str(device_cpu)]
     args += list(extra_args)
-    srv = ServerProcess(args, socket, tmp)
+    srv = ServerProcess(args, socket, tmp, cpus)
     srv.wait_ready(timeout_sec)
     return srv

@@ -130,10 +130,16 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         assert "SCHED_OTHER" in data["os_priorities"]["ROS 2"][ex]
         for method in ("PiCAS", "PAAM"):
             note = data["os_priorities"][method][ex]
-            assert "SCHED_FIFO" in note or "nice" in note, (method, ex, note)
+            # (a best-effort executor gets SCHED_IDLE where SCHED_FIFO is denied)
+            assert any(p in note for p in ("SCHED_FIFO", "nice", "SCHED_IDLE")), (method, ex, note)
     assert "PiCAS max/p99" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
-    assert data["epsilon_calibration_us"]["min"] > 0
+    assert data["epsilon_idle_us"]["min"] > 0
+    # The bound's epsilon and rclpy cost come from a separate calibration run, not from the
+    # run whose maxima are compared with it.
+    assert data["calibration_s"] > 0 and "calibration run" in data["epsilon_from"]
+    assert data["epsilon_ms"] == data["costs_for_bound"]["epsilon_ms"] > 0
+    assert data["costs_for_bound"] != data["costs_in_measured_run"]
     assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
     for f in ("fig9_max_latency.png", "fig10_distributions.png", "latency.csv"):
         assert (tmp_path / f).stat().st_size > 0

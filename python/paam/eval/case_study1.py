@@ -73,7 +73,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "docs/gpu.md)")
     p.add_argument("--overhead-ms", type=float, default=None,
                    help="epsilon for the bound (default: the largest server overhead of a "
-                        "request measured in the PAAM run)")
+                        "request under load, measured in the calibration run)")
+    p.add_argument("--calibration", type=float, default=30.0,
+                   help="seconds of a first PAAM run whose measurements feed the bound: epsilon "
+                        "under load and the rclpy cost (default 30; 0: take them from the "
+                        "measured PAAM run itself, which makes the bound circular)")
     p.add_argument("--chains", default="",
                    help="comma-separated subset of the chains to run (default: all)")
     p.add_argument("--server-as-shipped", action="store_true",
@@ -141,9 +145,24 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
         Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
+def _os_priority(cfg: dict) -> str:
+    """The executor's OS priority for the calling thread (PiCAS and PAAM): SCHED_FIFO, else the
+    nice ladder (``--rt nice``: the ladder only); an executor of best-effort chains only gets
+    SCHED_IDLE instead of a nice value (paam.ros.rt)."""
+    mode = cfg["rt"] if cfg["rt"] in ("auto", "fifo") else "nice"
+    return str(common.apply_rt(cfg["os_priority"], cfg["cpu"], mode=mode,
+                               best_effort=cfg["best_effort"], log=lambda _line: None))
+
+
 def _executor(cfg: dict, path: str, sync: dict) -> None:
-    # Every thread of the process (DDS's included) on the executor's core, before they exist.
+    # Every thread of the process (DDS's included) on the executor's core and, for PiCAS and
+    # PAAM, at the executor's OS priority, before they exist: threads inherit both from this
+    # one, as from `chrt`/`nice` on a C++ executor process. (At nice 0 on a core shared with a
+    # best-effort executor, DDS's receive thread would wait for the fair scheduler's slice
+    # before it hands the next callback its message.)
     common.pin_this_thread([cfg["cpu"]])
+    if cfg["method"] != "ros2":
+        _os_priority(cfg)
     import rclpy
     from rclpy.clock import Clock, ClockType
     from rclpy.context import Context
@@ -171,7 +190,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                                     segments_ms=cb["segments"], kernels=["spin"])
                        for cb in ch["callbacks"]],
             executor=cfg["executor"], executor_cpu=cfg["cpu"],
-            executor_priority=cfg["os_priority"], executor_wait=cfg["wait"]))
+            executor_priority=cfg["os_priority"], executor_wait=cfg["wait"],
+            best_effort=ch["best_effort"]))
 
     latencies: dict[str, list[tuple[int, int, int]]] = {c.name: [] for c in chains}
     body_wall: dict[tuple[str, int], int] = {}  # (chain, release) -> callback wall time so far
@@ -281,12 +301,11 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         for chain in chains:
             chain.configure_executor(ex)  # callback priorities (+ the RT request)
         if cfg["rt"] in ("auto", "fifo"):
-            # auto: SCHED_FIFO, else the nice ladder (paam.ros.rt); fifo: SCHED_FIFO or nothing
-            report = ex.apply_rt(mode=cfg["rt"])
-            rt_note = str(report)
+            # auto: SCHED_FIFO, else the nice ladder or SCHED_IDLE (paam.ros.rt); fifo:
+            # SCHED_FIFO or nothing
+            rt_note = str(ex.apply_rt(mode=cfg["rt"]))
         else:
-            common.pin_this_thread([cfg["cpu"]])
-            rt_note = common.apply_priority(cfg["os_priority"], "nice")
+            rt_note = _os_priority(cfg)
     ex.add_node(node)
 
     # Common start: every executor's timers begin together (synchronous release).
@@ -327,7 +346,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
 # -- one method ---------------------------------------------------------------------------------
 
 
-def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) -> dict:
+def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, *,
+               duration: float | None = None, tag: str = "") -> dict:
     ctx = mp.get_context("spawn")
     by_ex: dict[str, list[dict]] = {}
     for ch in spec.chains:
@@ -337,21 +357,24 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) 
                              "by this experiment")
         by_ex.setdefault(ex_names.pop(), []).append({
             "name": ch.name, "priority": ch.priority, "period": ch.period,
+            "best_effort": ch.best_effort,
             "callbacks": [{"name": cb.name, "wcet": cb.wcet,
                            "segments": [s.wcet for s in cb.segments]} for cb in ch.callbacks]})
     sync = {"ready": ctx.Queue(), "go": ctx.Event(), "start_at": ctx.Value("d", 0.0)}
     warmup = max(0.5, 2 * max(ch.period for ch in spec.chains) / 1e3)
     procs = []
-    prefix = f"/paam_eval_cs1_{os.getpid()}_{method}"
+    duration = args.duration if duration is None else duration
+    prefix = f"/paam_eval_cs1_{os.getpid()}_{method}{tag}"
     for name, chains in by_ex.items():
         ex = spec.executors[name]
         cfg = {"method": method, "executor": name, "cpu": ex.cpu,
                "os_priority": ex.priority if method != "ros2" else 0, "wait": ex.wait,
+               "best_effort": all(c["best_effort"] for c in chains),
                "chains": chains, "socket": socket, "backend": args.backend, "device_cpu": dev,
                "rt": args.rt, "direct_keeps_priority": args.direct_keeps_priority,
                "topic_prefix": prefix, "warmup_s": warmup,
-               "duration_s": args.duration}
-        path = os.path.join(tmp, f"{method}-{name}.npz")
+               "duration_s": duration}
+        path = os.path.join(tmp, f"{method}{tag}-{name}.npz")
         p = ctx.Process(target=executor_main, args=(cfg, path, sync))
         p.start()
         procs.append((p, path, name))
@@ -365,7 +388,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) 
     sync["go"].set()
     results = {"latency_ms": {}, "gap_ms": {}, "missed": {}, "rt": {}, "body_excess_ms": [],
                "stages_us": np.zeros((0, 4))}
-    deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + args.duration + 120
+    deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
     for p, path, name in procs:
         p.join(max(1.0, deadline - time.monotonic()))
         if p.is_alive():
@@ -386,6 +409,30 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int) 
 
 
 # -- the server ---------------------------------------------------------------------------------
+
+
+STAGES = ("dispatch", "launch", "completion", "client wake")
+
+
+def measured_costs(result: dict, spec) -> dict:
+    """What a PAAM run measured of the analysis' inputs: epsilon (ms), the largest server
+    overhead of one request, i.e. the sum of its stages outside the queue and the device
+    (submitted -> dequeued, picked -> device start, device end -> completed -> client woken; the
+    launch stage also holds any device-side wait that the analysis charges to kappa), and the
+    rclpy/Python cost per callback (ms) that the declared WCETs leave out: the largest callback
+    CPU time beyond its burn, plus the largest time per callback the most critical chain, which
+    nothing else on its executor delays, spent outside its callbacks (executor, messages)."""
+    st = result["stages_us"]
+    eps = float(st.sum(axis=1).max()) / 1e3 if len(st) else None
+    excess = result["body_excess_ms"]
+    body = max(0.0, max(excess)) if excess else 0.0
+    top = max((c for c in spec.chains if not c.best_effort), key=lambda c: c.priority,
+              default=None)
+    gap = result["gap_ms"].get(top.name) if top is not None else None
+    executor = max(0.0, float(gap.max()) / len(top.callbacks)) if gap is not None and gap.size \
+        else 0.0
+    return {"epsilon_ms": eps, "body_ms": body, "executor_ms": executor,
+            "delta_ms": body + executor}
 
 
 def raise_server_threads(pid: int, dev: int) -> str:
@@ -443,12 +490,15 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         args.scale = min(args.scale, 0.2)
         args.duration = min(args.duration, 2.5)
+        args.calibration = min(args.calibration, 1.5)
         args.chains = args.chains or "chain1,chain2,chain3,be1"
     methods = [METHOD_KEYS.get(m.strip()) for m in args.methods.split(",") if m.strip()]
     if None in methods or not methods:
         raise SystemExit("--methods: choose from ros2, picas, paam")
     if args.scale <= 0 or args.duration <= 0:
         raise SystemExit("--scale and --duration must be positive")
+    if args.calibration < 0:
+        raise SystemExit("--calibration must be 0 (none) or positive")
     cpus = common.host_cpus(args.backend)
     dev = common.device_cpu() if args.backend == "cpu" else -2
     spec, mapping = scaled_system(args.system, args.scale, cpus)
@@ -461,6 +511,9 @@ def run(args: argparse.Namespace) -> int:
         used = {cb.executor for c in spec.chains for cb in c.callbacks}
         spec.executors = {k: v for k, v in spec.executors.items() if k in used}
         mapping = {k: v for k, v in mapping.items() if k in used}
+    # paamd (dispatcher, control thread, CUDA workers) on the cores no executor uses, where
+    # there are any: on a shared core it would wait for the executors' fair-scheduler slices.
+    server_cpus = sorted(set(range(os.cpu_count() or 1)) - set(mapping.values()) - {dev})
     buckets = next(iter(spec.accelerators.values())).buckets
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
@@ -468,12 +521,14 @@ def run(args: argparse.Namespace) -> int:
           f"processes, times x{args.scale:g}, {args.duration:g} s per method\n"
           f"  {common.machine_line(meta)}\n  executor CPUs: "
           + ", ".join(f"{k}->{v}" for k, v in mapping.items())
-          + (f"; device core {dev}" if args.backend == "cpu" else ""), flush=True)
+          + (f"; device core {dev}" if args.backend == "cpu" else "")
+          + (f"; paamd on CPUs {','.join(map(str, server_cpus))}" if server_cpus else ""),
+          flush=True)
 
     from paam.testing import start_server
     keys = {v: k for k, v in METHOD_KEYS.items()}
     results = {}
-    calibration = None
+    calibration = calib_run = None
     server_note = ""
     with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
         for i, m in enumerate(methods, 1):
@@ -486,39 +541,41 @@ def run(args: argparse.Namespace) -> int:
                     rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
-                                  extra_args=rt_args) as srv:
+                                  extra_args=rt_args, cpus=server_cpus or None) as srv:
                     if args.rt == "nice" and not args.server_as_shipped:
                         server_note = raise_server_threads(srv.pid, dev)
                     calibration = calibrate(srv.socket_path, cpus)
+                    if args.calibration > 0:
+                        print(f"      calibration run ({args.calibration:g} s) ...", flush=True)
+                        calib_run = run_method(keys[m], spec, args, tmp, srv.socket_path, dev,
+                                               duration=args.calibration, tag="calibration")
                     results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
             else:
                 results[m] = run_method(keys[m], spec, args, tmp, None, dev)
 
-    # The bound: epsilon measured on the idle server (as the paper's Sec. V-C), kappa, and the
-    # measured rclpy/Python cost.
+    # The bound: epsilon and the rclpy/Python cost measured under load in the calibration run
+    # (not in the run the bound is compared with), kappa.
     kappa = args.preemption_ms if args.preemption_ms is not None else (
         0.13 if args.backend == "cuda" else 0.02)
-    measured_eps = calibration["max"] / 1e3 if calibration else None
-    eps = args.overhead_ms if args.overhead_ms is not None else (
-        measured_eps if measured_eps is not None else
-        next(iter(spec.accelerators.values())).overhead)
     in_run = {}
     if "PAAM" in results and len(results["PAAM"]["stages_us"]):
         st = results["PAAM"]["stages_us"]
-        for j, name in enumerate(("dispatch", "launch", "completion", "client wake")):
-            in_run[name] = common.summarize(st[:, j])
-    # Callback CPU time beyond the burn, from the PAAM run (a direct kernel on the CPU backend
-    # burns the calling thread's CPU time, so the direct runs cannot tell it apart).
-    excess = results["PAAM"]["body_excess_ms"] if "PAAM" in results else []
-    delta_body = max(0.0, max(excess)) if excess else 0.0
-    # Executor cost per callback (wait set, take, timer, message): the time the most critical
-    # chain, which nothing else on its executor or CPU delays, spends outside its callbacks.
-    top = max((c for c in spec.chains if not c.best_effort), key=lambda c: c.priority, default=None)
-    delta_exec = 0.0
-    if top is not None and "PAAM" in results and results["PAAM"]["gap_ms"].get(top.name) is not None \
-            and results["PAAM"]["gap_ms"][top.name].size:
-        delta_exec = max(0.0, float(results["PAAM"]["gap_ms"][top.name].max()) / len(top.callbacks))
-    delta = delta_body + delta_exec
+        for j, name in enumerate(STAGES + ("server overhead",)):
+            in_run[name] = common.summarize(st[:, j] if j < len(STAGES) else st.sum(axis=1))
+    source = calib_run if calib_run is not None else results.get("PAAM")
+    costs = measured_costs(source, spec) if source is not None else None
+    costs_in_run = measured_costs(results["PAAM"], spec) if "PAAM" in results else None
+    if args.overhead_ms is not None:
+        eps, eps_from = args.overhead_ms, "--overhead-ms"
+    elif costs is not None and costs["epsilon_ms"] is not None:
+        eps = costs["epsilon_ms"]
+        eps_from = ("max server overhead of a request in the calibration run"
+                    if calib_run is not None else "max server overhead of a request in this run")
+    elif calibration:
+        eps, eps_from = calibration["max"] / 1e3, "max on the idle server"
+    else:
+        eps, eps_from = next(iter(spec.accelerators.values())).overhead, "the system file"
+    delta = costs["delta_ms"] if costs else 0.0
     bound_plain, sys_plain = bounds(spec, eps, kappa)
     bound_ros, _ = bounds(spec, eps, kappa, delta)
     from paam.analysis.model import dump_yaml
@@ -547,15 +604,18 @@ def run(args: argparse.Namespace) -> int:
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "cpu_mapping": mapping, "device_cpu": dev,
-        "epsilon_ms": eps, "epsilon_calibration_us": calibration, "kappa_ms": kappa,
+        "epsilon_ms": eps, "epsilon_from": eps_from, "epsilon_idle_us": calibration,
+        "kappa_ms": kappa, "calibration_s": args.calibration if calib_run is not None else 0,
+        "costs_for_bound": costs, "costs_in_measured_run": costs_in_run,
         "paam_stages_in_run_us": in_run, "server_threads": server_note,
-        "ros_cost_per_callback_ms": {"body": delta_body, "executor": delta_exec, "total": delta},
+        "server_cpus": server_cpus,
+        "ros_cost_per_callback_ms": delta,
         "bound_ms": {k: _num(v) for k, v in bound_plain.items()},
         "bound_with_ros_cost_ms": {k: _num(v) for k, v in bound_ros.items()},
         "os_priorities": {m: r["rt"] for m, r in results.items()},
         "results": summary})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-                  results, in_run, server_note)
+                  results, in_run, server_note, eps_from, calibration, costs_in_run)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
@@ -573,15 +633,17 @@ def _num(x: float) -> float | None:
 
 
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-           results, in_run, server_note) -> str:
+           results, in_run, server_note, eps_from="", idle=None, costs_in_run=None) -> str:
+    where = "the calibration run" if "calibration" in eps_from else "this run"
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
-             f"bound: paam analyze --full with epsilon {eps:.3f} ms (max on the idle server), "
+             f"bound: paam analyze --full with epsilon {eps:.3f} ms ({eps_from}), "
              f"kappa {kappa} ms; '+ros' adds {delta:.3f} ms to every callback's WCET, the rclpy/"
-             "Python cost measured here (largest in-callback cost beyond the burn + largest "
-             "per-callback time the top chain spent outside its callbacks); '!' = beyond the "
-             "deadline, where the analysis' one-instance-at-a-time assumption no longer holds", ""]
+             f"Python cost measured in {where} (largest in-callback cost beyond the burn + "
+             "largest per-callback time the top chain spent outside its callbacks); '!' = beyond "
+             "the deadline, where the analysis' one-instance-at-a-time assumption no longer "
+             "holds", ""]
     head = ["chain", "period"] + [f"{m} max/p99" for m in methods] + ["missed", "bound", "+ros"]
     rows = [head]
     for ch in sorted(spec.chains, key=lambda c: -c.priority):
@@ -603,6 +665,12 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         lines.append("PAAM request stages in the run, max µs: " + ", ".join(
             f"{k} {v['max']:.0f}" for k, v in in_run.items()) + " (p99: " + ", ".join(
             f"{v['p99']:.0f}" for v in in_run.values()) + ")")
+    if idle:
+        lines.append(f"server overhead on the idle server (2000 requests): max "
+                     f"{idle['max']:.0f} µs, mean {idle['mean']:.1f} µs")
+    if costs_in_run:
+        lines.append(f"in the measured PAAM run itself: epsilon {costs_in_run['epsilon_ms']:.3f} "
+                     f"ms, rclpy cost {costs_in_run['delta_ms']:.3f} ms per callback")
     if server_note:
         lines.append(server_note)
     if "PAAM" in summary.get(spec.chains[0].name, {}):

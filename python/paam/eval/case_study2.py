@@ -563,6 +563,14 @@ def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
 def _executor(cfg: dict, path: str, sync: dict) -> None:
     cpus = sorted(set(cfg["cpus"].values()))
     common.pin_this_thread(cpus)  # every thread (DDS's included) on the process's cores
+    if cfg["method"] != "ros2":
+        # ... and, for PiCAS and PAAM, at the process's top executor priority: DDS's threads
+        # inherit it from this one, as from `chrt`/`nice` on a C++ executor process. (At nice 0
+        # beside a nice -20 executor that is busy, DDS's receive thread gets about 1% of the
+        # core, and the next hot-path callback waits for its message.)
+        mode = cfg["rt"] if cfg["rt"] in ("auto", "fifo") else "nice"
+        common.apply_rt(max(cfg["priorities"][e] for e in cfg["executors"]), None, mode=mode,
+                        log=lambda _line: None)
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
@@ -775,8 +783,10 @@ def placement_for(backend: str) -> dict:
         tpu, tpu_note = dev, "shares the GPU stand-in's core (no core left)"
     else:
         tpu, tpu_note = cpus[-1], "shares an executor core (no core left)"
+    # the servers' threads (dispatchers, control, CUDA workers) on the cores left, if any
+    server_cpus = [c for c in spare if c not in (tpu, dev)]
     return {"executor_cpus": ex_cpus, "device_cpu": dev, "tpu_cpu": tpu, "tpu_note": tpu_note,
-            "host_cpus": cpus}
+            "host_cpus": cpus, "server_cpus": server_cpus}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -860,9 +870,9 @@ def run(args: argparse.Namespace) -> int:
                 rt_args = [] if args.rt == "nice" else ["--rt"]
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
-                                  extra_args=rt_args) as gpu_srv, \
+                                  extra_args=rt_args, cpus=pl["server_cpus"]) as gpu_srv, \
                         start_server(buckets=1, backend="cpu", device_cpu=pl["tpu_cpu"],
-                                     extra_args=rt_args) as tpu_srv:
+                                     extra_args=rt_args, cpus=pl["server_cpus"]) as tpu_srv:
                     if args.rt == "nice":
                         server_notes = [raise_server_threads(gpu_srv.pid, pl["device_cpu"]),
                                         raise_server_threads(tpu_srv.pid, pl["tpu_cpu"])]
