@@ -140,6 +140,11 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert data["calibration_s"] > 0 and "calibration run" in data["epsilon_from"]
     assert data["epsilon_ms"] == data["costs_for_bound"]["epsilon_ms"] > 0
     assert data["costs_for_bound"] != data["costs_in_measured_run"]
+    assert data["costs_for_bound"]["chain"] == "chain1" and data["costs_for_bound"]["requests"] > 0
+    stages = (tmp_path / "paam_stages.csv").read_text().splitlines()
+    assert stages[0].startswith("run,chain,dispatch_us") and len(stages) > 10
+    assert any(line.startswith("calibration,chain1,") for line in stages)
+    assert any(line.startswith("measured,be1,") for line in stages)
     assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
     for f in ("fig9_max_latency.png", "fig10_distributions.png", "latency.csv"):
         assert (tmp_path / f).stat().st_size > 0
