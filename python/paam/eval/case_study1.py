@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from paam.eval import common
+from paam.eval.overhead import LOCAL_STAGES
 
 METHODS = ("ROS 2", "PiCAS", "PAAM")
 METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
@@ -146,15 +147,6 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
         Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
-def _os_priority(cfg: dict) -> str:
-    """The executor's OS priority for the calling thread (PiCAS and PAAM): SCHED_FIFO, else the
-    nice ladder (``--rt nice``: the ladder only); an executor of best-effort chains only gets
-    SCHED_IDLE instead of a nice value (paam.ros.rt)."""
-    mode = cfg["rt"] if cfg["rt"] in ("auto", "fifo") else "nice"
-    return str(common.apply_rt(cfg["os_priority"], cfg["cpu"], mode=mode,
-                               best_effort=cfg["best_effort"], log=lambda _line: None))
-
-
 def _executor(cfg: dict, path: str, sync: dict) -> None:
     # Every thread of the process (DDS's included) on the executor's core and, for PiCAS and
     # PAAM, at the executor's OS priority, before they exist: threads inherit both from this
@@ -163,7 +155,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     # before it hands the next callback its message.)
     common.pin_this_thread([cfg["cpu"]])
     if cfg["method"] != "ros2":
-        _os_priority(cfg)
+        # (the PicasExecutor applies the same to this thread again below, and reports it)
+        common.apply_rt(cfg["os_priority"], cfg["cpu"], mode=cfg["rt"],
+                        best_effort=cfg["best_effort"], log=lambda _line: None)
     import rclpy
     from rclpy.clock import Clock, ClockType
     from rclpy.context import Context
@@ -240,8 +234,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         if method == "paam" and time.monotonic_ns() >= record_from[0]:
             t = client.timestamps("spin")
             stages_ns.append((chain_index[chain_name],
-                              t["dequeued"] - t["submitted"], t["device_start"] - t["picked"],
-                              t["completed"] - t["device_end"], t["woken"] - t["completed"]))
+                              *(t[end] - t[start] for start, end in _STAGE_STAMPS)))
 
     for chain in chains:
         n = len(chain.callbacks)
@@ -304,12 +297,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         ex = PicasExecutor(context=ctx)
         for chain in chains:
             chain.configure_executor(ex)  # callback priorities (+ the RT request)
-        if cfg["rt"] in ("auto", "fifo"):
-            # auto: SCHED_FIFO, else the nice ladder or SCHED_IDLE (paam.ros.rt); fifo:
-            # SCHED_FIFO or nothing
-            rt_note = str(ex.apply_rt(mode=cfg["rt"]))
-        else:
-            rt_note = _os_priority(cfg)
+        # auto: SCHED_FIFO, else the nice ladder or SCHED_IDLE (paam.ros.rt); fifo: SCHED_FIFO
+        # or nothing; nice: the ladder (SCHED_IDLE for a best-effort executor) only
+        rt_note = str(ex.apply_rt(mode=cfg["rt"]))
     ex.add_node(node)
 
     # Common start: every executor's timers begin together (synchronous release).
@@ -417,7 +407,13 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
 # -- the server ---------------------------------------------------------------------------------
 
 
-STAGES = ("dispatch", "launch", "completion", "client wake")
+# paamd's stages outside the queue and the device: the overhead experiment's LOCAL_STAGES, by
+# their short names here
+_STAGE_NAMES = {"dispatch": "doorbell + dispatch", "launch": "launch",
+                "completion": "completion", "client wake": "client wake"}
+STAGES = tuple(_STAGE_NAMES)
+_STAGE_STAMPS = tuple(next((start, end) for name, start, end in LOCAL_STAGES if name == full)
+                      for full in _STAGE_NAMES.values())
 
 
 def measured_costs(result: dict, spec) -> dict:
@@ -435,7 +431,7 @@ def measured_costs(result: dict, spec) -> dict:
     top = max((c for c in spec.chains if not c.best_effort), key=lambda c: c.priority,
               default=None)
     st = result["stages_us"]
-    mine = np.asarray([c == (top.name if top else None) for c in result["stage_chain"]], bool)
+    mine = np.asarray([top is not None and c == top.name for c in result["stage_chain"]], bool)
     eps = float(st[mine].sum(axis=1).max()) / 1e3 if mine.any() else None
     excess = result["body_excess_ms"]
     body = max(0.0, max(excess)) if excess else 0.0
@@ -553,7 +549,7 @@ def run(args: argparse.Namespace) -> int:
                     rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
-                                  extra_args=rt_args, cpus=server_cpus or None) as srv:
+                                  extra_args=rt_args, cpus=server_cpus) as srv:
                     if args.rt == "nice" and not args.server_as_shipped:
                         server_note = raise_server_threads(srv.pid, dev)
                     calibration = calibrate(srv.socket_path, cpus)
@@ -572,17 +568,17 @@ def run(args: argparse.Namespace) -> int:
     in_run = {}
     if "PAAM" in results and len(results["PAAM"]["stages_us"]):
         st = results["PAAM"]["stages_us"]
-        for j, name in enumerate(STAGES + ("server overhead",)):
-            in_run[name] = common.summarize(st[:, j] if j < len(STAGES) else st.sum(axis=1))
+        in_run = {name: common.summarize(st[:, j]) for j, name in enumerate(STAGES)}
+        in_run["server overhead"] = common.summarize(st.sum(axis=1))
     source = calib_run if calib_run is not None else results.get("PAAM")
+    measured_in = "the calibration run" if calib_run is not None else "the measured run itself"
     costs = measured_costs(source, spec) if source is not None else None
     costs_in_run = measured_costs(results["PAAM"], spec) if "PAAM" in results else None
     if args.overhead_ms is not None:
         eps, eps_from = args.overhead_ms, "--overhead-ms"
     elif costs is not None and costs["epsilon_ms"] is not None:
         eps = costs["epsilon_ms"]
-        eps_from = (f"max server overhead of a {costs['chain']} request in the "
-                    + ("calibration run" if calib_run is not None else "measured run itself"))
+        eps_from = f"max server overhead of a {costs['chain']} request in {measured_in}"
     elif calibration:
         eps, eps_from = calibration["max"] / 1e3, "max on the idle server"
     else:
@@ -637,7 +633,7 @@ def run(args: argparse.Namespace) -> int:
         "os_priorities": {m: r["rt"] for m, r in results.items()},
         "results": summary})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-                  results, in_run, server_note, eps_from, calibration, costs_in_run)
+                  results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
@@ -655,14 +651,13 @@ def _num(x: float) -> float | None:
 
 
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-           results, in_run, server_note, eps_from="", idle=None, costs_in_run=None) -> str:
-    where = "the calibration run" if "calibration" in eps_from else "this run"
+           results, in_run, server_note, eps_from, measured_in, idle, costs_in_run) -> str:
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
              f"bound: paam analyze --full with epsilon {eps:.3f} ms ({eps_from}), "
              f"kappa {kappa} ms; '+ros' adds {delta:.3f} ms to every callback's WCET, the rclpy/"
-             f"Python cost measured in {where} (largest in-callback cost beyond the burn + "
+             f"Python cost measured in {measured_in} (largest in-callback cost beyond the burn + "
              "largest per-callback time the top chain spent outside its callbacks); '!' = beyond "
              "the deadline, where the analysis' one-instance-at-a-time assumption no longer "
              "holds", ""]

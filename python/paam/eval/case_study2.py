@@ -553,11 +553,7 @@ class _Graph:
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
     """The calling thread's OS priority for PiCAS/PAAM (SCHED_FIFO, else the nice ladder)."""
     common.pin_this_thread([cpu])
-    if cfg["rt"] in ("auto", "fifo"):
-        note = common.apply_priority(prio, cfg["rt"])
-    else:
-        note = common.apply_priority(prio, "nice")
-    return f"{note}, CPU {cpu}"
+    return f"{common.apply_priority(prio, cfg['rt'])}, CPU {cpu}"
 
 
 def _executor(cfg: dict, path: str, sync: dict) -> None:
@@ -568,9 +564,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         # inherit it from this one, as from `chrt`/`nice` on a C++ executor process. (At nice 0
         # beside a nice -20 executor that is busy, DDS's receive thread gets about 1% of the
         # core, and the next hot-path callback waits for its message.)
-        mode = cfg["rt"] if cfg["rt"] in ("auto", "fifo") else "nice"
-        common.apply_rt(max(cfg["priorities"][e] for e in cfg["executors"]), None, mode=mode,
-                        log=lambda _line: None)
+        common.apply_rt(max(cfg["priorities"][e] for e in cfg["executors"]), None,
+                        mode=cfg["rt"], log=lambda _line: None)
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
