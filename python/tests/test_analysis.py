@@ -257,12 +257,19 @@ def test_json_turns_an_unbounded_time_into_null(tmp_path):
      ["accelerator 'gpu0'", "'buckets'"]),
 ])
 def test_bad_input_names_the_chain_and_the_field(tmp_path, edit, expected):
-    data = yaml.safe_load(small(tmp_path).read_text())
+    _assert_refused(small(tmp_path), edit, expected)
+
+
+def _assert_refused(path, edit, expected) -> tuple[dict, str]:
+    """``edit`` applied to the system at ``path`` is bad input whose message holds every
+    fragment of ``expected``; returns the edited data and the message."""
+    data = yaml.safe_load(path.read_text())
     edit(data)
     with pytest.raises(InputError) as err:
         parse_system(data)
     for fragment in expected:
         assert fragment in str(err.value)
+    return data, str(err.value)
 
 
 def test_optional_fields_default_sensibly(tmp_path):
@@ -296,18 +303,13 @@ INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
      ["chain 'P'", "'period'", "finite"]),
 ])
 def test_out_of_range_integers_are_bad_input_not_a_crash(tmp_path, capsys, edit, expected):
-    data = yaml.safe_load(small(tmp_path).read_text())
-    edit(data)
-    with pytest.raises(InputError) as err:
-        parse_system(data)
-    for fragment in expected:
-        assert fragment in str(err.value)
+    data, message = _assert_refused(small(tmp_path), edit, expected)
     # From the command line: exit 2 and the same message, for analyze and for plan.
     path = write(tmp_path, yaml.safe_dump(data), "big.yaml")
     for argv in (("analyze", str(path)), ("plan", str(path), "-o", str(tmp_path / "o.yaml"))):
         assert run_cli(*argv) == 2
         captured = capsys.readouterr()
-        assert str(err.value) in captured.err and "Traceback" not in captured.err
+        assert message in captured.err and "Traceback" not in captured.err
     assert not (tmp_path / "o.yaml").exists()
 
 
