@@ -201,7 +201,37 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         "gpu_segment_wall_ms"]["mean"] * 1.05
     for method in ("ROS 2", "PiCAS"):  # direct invocation: no request went through paamd
         assert data["results"]["4ST"][method]["paam_gpu_stages_ms"]["dequeued->picked"]["n"] == 0
+    # paam_stages.csv: the same PAAM requests one by one, with their chain priorities (the hot
+    # path's is the highest)
+    stages = (tmp_path / "paam_stages.csv").read_text().splitlines()
+    assert stages[0].startswith("setup,method,chain_priority,submitted->dequeued_us")
+    assert len(stages) - 1 == dev["n"]
+    prios = {int(line.split(",")[2]) for line in stages[1:]}
+    assert len(prios) > 1 and all(line.startswith("4ST,PAAM,") for line in stages[1:])
     assert "hot path" in r.stdout and "BP mean" in r.stdout
     for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
               "bp_period.csv", "summary.csv"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
+    import argparse
+
+    from paam.eval import common
+
+    p = argparse.ArgumentParser()
+    common.add_server_arguments(p)
+    assert common.server_poll_args(p.parse_args([]), [4, 5], 3) == []
+    args = p.parse_args(["--server-poll-us", "always"])
+    assert common.server_poll_args(args, [4, 5, 6], 3) == ["--poll-us", "always"]
+    assert common.server_poll_label(args) == "always"
+    # fewer cores left to paamd than polling threads: ignored, and the summary says so
+    assert common.server_poll_args(args, [4, 5], 3) == []
+    assert args.server_poll_us is None and common.server_poll_label(args) == "paamd's default"
+    assert "ignored" in capsys.readouterr().out
+    assert common.server_poll_args(p.parse_args(["--server-poll-us", "200"]), [1], 3) == []
+    assert common.server_poll_args(p.parse_args(["--server-poll-us", "0"]), [], 3) == [
+        "--poll-us", "0"]
+    for bad in ("-5", "soon", "1.5"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--server-poll-us", bad])

@@ -38,7 +38,8 @@ Serves accelerator requests from local clients by chain priority.
   --preemption-ms X      kappa for the analysis (default: 0)
   --comm-cost-ms X       epsilon' for the analysis: cost of one executor-to-executor hop
                          of a chain (default: 0)
-  --poll-us N            busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0)
+  --poll-us N|always     busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0);
+                         always: never sleep (for cores reserved to paamd)
   --dispatcher-cpu N     pin the dispatcher thread
   --verbose              log every registration
   --help                 this text
@@ -110,7 +111,14 @@ int main(int argc, char** argv) {
     } else if (a == "--comm-cost-ms") {
       o.accel.comm_cost_ms = ParseDouble("--comm-cost-ms", value());
     } else if (a == "--poll-us") {
-      o.poll_ns = static_cast<uint64_t>(ParseInt("--poll-us", value())) * 1000;
+      const char* v = value();
+      if (std::strcmp(v, "always") == 0) {
+        o.poll_ns = paam::ServerOptions::kPollAlways;
+      } else {
+        const long us = ParseInt("--poll-us", v);
+        if (us < 0) Usage("--poll-us must be 0 or more, or 'always'");
+        o.poll_ns = static_cast<uint64_t>(us) * 1000;
+      }
     } else if (a == "--dispatcher-cpu") {
       o.dispatcher_cpu = static_cast<int>(ParseInt("--dispatcher-cpu", value()));
     } else if (a == "--verbose" || a == "-v") {
@@ -137,10 +145,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "paamd: cannot start: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %llu us (pid %d)",
+  const uint64_t poll_ns = (*server)->poll_ns();
+  const std::string poll = poll_ns == paam::ServerOptions::kPollAlways
+                               ? std::string("always (threads never sleep)")
+                               : std::to_string(poll_ns / 1000) + " us";
+  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            o.admission.c_str(), static_cast<unsigned long long>((*server)->poll_ns() / 1000),
-            static_cast<int>(getpid()));
+            o.admission.c_str(), poll.c_str(), static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

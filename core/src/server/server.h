@@ -52,7 +52,10 @@ struct ServerOptions {
   // on a futex. Larger: lower latency for bursts, more CPU. kAutoPoll (the default) means 50 us
   // on machines with 4 or more CPUs and 0 below that: on 2 cores two polling server threads
   // would keep the clients they serve off the CPU (measured: 107 us instead of 14 us p50).
+  // kPollAlways: never sleep (threads on cores reserved to paamd; a sleeping thread's wake-up
+  // is the largest server overhead on a VM whose idle vCPUs halt).
   static constexpr uint64_t kAutoPoll = UINT64_MAX;
+  static constexpr uint64_t kPollAlways = UINT64_MAX - 1;
   uint64_t poll_ns = kAutoPoll;
   // Requests per bucket queue (fixed, so the hot path never allocates). Default 4096.
   size_t queue_capacity = 4096;

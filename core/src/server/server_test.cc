@@ -484,6 +484,25 @@ TEST(Server, AClientScribblingOnItsMappingsCannotSlowOthersDown) {
   EXPECT_LE(slow, 2) << "requests took >= 50 ms (worst " << worst / 1000 << " us): wake-ups were lost";
 }
 
+TEST(Server, PollAlwaysServesAfterIdleAndStops) {
+  // kPollAlways: the dispatcher and workers never sleep; requests after an idle gap are still
+  // served, and Stop() still ends the polling threads.
+  auto server = StartServer(2, ServerOptions::kPollAlways);
+  ASSERT_EQ(server->poll_ns(), ServerOptions::kPollAlways);
+  auto c = Connect(*server, 1, {{"vector_add", 64, 64}}, WaitMode::kSpin);
+  ASSERT_NE(c, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<float> out;
+    ASSERT_TRUE(VectorAdd(*c, {float(i)}, {2}, &out).ok());
+    EXPECT_EQ(out, (std::vector<float>{float(i) + 2}));
+  }
+  c.reset();
+  const uint64_t t0 = NowNs();
+  server->Stop();
+  EXPECT_LT(NowNs() - t0, 2'000'000'000u) << "polling threads must see the stop flag";
+}
+
 TEST(Server, ClientGetsServerDiedWithinBoundedTime) {
   auto server = StartServer();
   auto c = Connect(*server, 1, {{"spin", 0, 8}}, WaitMode::kSuspend);

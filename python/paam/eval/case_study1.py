@@ -87,6 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "0), to show the priority inversion that --rt's raised dispatcher removes")
     p.add_argument("--direct-keeps-priority", action="store_true",
                    help="cpu backend: let direct kernels run at the executor's OS priority")
+    common.add_server_arguments(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: --scale 0.2, 2.5 s per method, chains 1-3 and be1")
     p.add_argument("--out", default="results/eval/case-study-1")
@@ -544,7 +545,9 @@ def run(args: argparse.Namespace) -> int:
             if m == "PAAM":
                 # --rt: SCHED_FIFO bucket workers (CPU backend) and a dispatcher above them
                 # (any backend; nice -20 where SCHED_FIFO is denied).
-                rt_args = [] if args.rt == "nice" else ["--rt"]
+                # polling threads: the dispatcher and one worker per bucket
+                rt_args = (([] if args.rt == "nice" else ["--rt"])
+                           + common.server_poll_args(args, server_cpus, buckets + 1))
                 if args.server_as_shipped:
                     rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
@@ -692,6 +695,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
                      + f", rclpy cost {costs_in_run['delta_ms']:.3f} ms per callback")
     if server_note:
         lines.append(server_note)
+    if "PAAM" in methods:
+        lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}")
     if "PAAM" in summary.get(spec.chains[0].name, {}):
         over = [ch.name for ch in spec.chains if not ch.best_effort
                 and _num(bound_plain[ch.name]) is not None

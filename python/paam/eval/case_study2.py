@@ -46,8 +46,11 @@ On the CPU backend one core plays the GPU (the last one) and the TPU gets a core
 when one is left; the four executor cores (2-5 of the paper's machine) are mapped modulo onto
 the cores beside the device core: all onto core 0 on a 2-core machine (then the TPU shares the
 GPU's core). ``--scale`` multiplies the run times and segments, not the periods (the KPIs are
-relative to the reference system's periods). Writes ``hot_path.csv``, ``bp_period.csv``,
-``summary.csv``, ``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``,
+relative to the reference system's periods). ``--wait`` sets how PAAM's callbacks wait for
+paamd (suspend on a futex by default; direct CUDA invocation spins on a completion flag) and
+``--server-poll-us`` paamd's busy-poll window. Writes ``hot_path.csv``, ``bp_period.csv``,
+``paam_stages.csv`` (paamd's stages of every recorded PAAM GPU request, with its chain
+priority), ``summary.csv``, ``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``,
 ``fig11b_bp_period.png`` and ``fig11c_drops.png``.
 """
 from __future__ import annotations
@@ -322,7 +325,7 @@ class _Graph:
     def _gpu_client(self, chain_prio: int, name: str):
         cfg = self.cfg
         if self.method == "paam":
-            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait="suspend",
+            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait=cfg["wait"],
                                  socket=cfg["gpu_socket"], name=name)
         else:
             c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait="suspend",
@@ -335,7 +338,7 @@ class _Graph:
         cfg = self.cfg
         if self.method == "paam":
             c = self.paam.Client(priority=CHAIN_PRIORITY[TPU_NODE], kernels=["spin"],
-                                 wait="suspend", socket=cfg["tpu_socket"], name=name)
+                                 wait=cfg["wait"], socket=cfg["tpu_socket"], name=name)
         else:
             c = self.paam.Client(priority=0, kernels=["spin"], wait="suspend", direct=True,
                                  direct_backend="cpu", device_cpu=cfg["tpu_cpu"])
@@ -388,7 +391,8 @@ class _Graph:
                     self.gpu_wall.append((time.monotonic_ns() - g0) / 1e6)
                     if self.method == "paam":
                         ts = gpu_client.timestamps("spin")
-                        self.gpu_stages.append(tuple(int(ts.get(k, 0)) for k in _STAGES))
+                        self.gpu_stages.append((chain_prio,)
+                                               + tuple(int(ts.get(k, 0)) for k in _STAGES))
             if tpu_client is not None:
                 self._segment(tpu_client, tpu_ms, self.drop_tpu)
             if self.method == "paam" and time.monotonic_ns() >= self.record_from[0]:
@@ -641,7 +645,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                                    g.published["RearLidarDriver"]], dtype=np.int64),
              excess=np.asarray(g.excess, dtype=np.float64),
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
-             gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, len(_STAGES)),
+             gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES)),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
     for c in g.clients:
         c.close()
@@ -666,6 +670,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gpu_socket": sockets.get("gpu"), "tpu_socket": sockets.get("tpu"), "rt": args.rt,
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
+            "wait": args.wait,
             "warmup_s": args.warmup, "duration_s": args.duration,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
@@ -723,8 +728,9 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
             "gpu_segment_ms": gpu_wall,
+            # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
-                              else np.zeros((0, len(_STAGES)), dtype=np.int64))}
+                              else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64))}
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -753,6 +759,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(paamd then runs without --rt, its dispatcher raised to nice -20)")
     p.add_argument("--direct-keeps-priority", action="store_true",
                    help="cpu backend: let direct kernels run at the executor's OS priority")
+    p.add_argument("--wait", default="suspend", choices=["suspend", "hybrid", "spin"],
+                   help="how PAAM's callbacks wait for paamd's answer (default suspend; the "
+                        "direct CUDA baselines spin on a completion flag)")
+    common.add_server_arguments(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
@@ -834,6 +844,13 @@ def run(args: argparse.Namespace) -> int:
     args.gpu_ms_eff = args.gpu_ms * args.scale
     args.tpu_ms_eff = args.tpu_ms * args.scale
     pl = placement_for(args.backend)
+    if args.wait != "suspend" and len(set(pl["executor_cpus"].values())) < len(EXECUTORS):
+        # A callback spinning on a core it shares holds every lower executor there off it for
+        # its whole segment (the analysis' spin(h) = H*h), and under SCHED_FIFO also the
+        # threads that would end the run.
+        print(f"  --wait {args.wait} ignored: the executors share cores on this machine; PAAM's "
+              "callbacks suspend", flush=True)
+        args.wait = "suspend"
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
@@ -862,7 +879,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{label} ...", flush=True)
             t0 = time.monotonic()
             if m == "PAAM":
-                rt_args = [] if args.rt == "nice" else ["--rt"]
+                # polling threads: both servers' dispatchers, the GPU server's bucket workers
+                # (the TPU stand-in's worker polls on its own core)
+                rt_args = (([] if args.rt == "nice" else ["--rt"])
+                           + common.server_poll_args(args, pl["server_cpus"], n_buckets + 2))
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
                                   extra_args=rt_args, cpus=pl["server_cpus"]) as gpu_srv, \
@@ -883,7 +903,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{int(res['drops'].sum())} drops", flush=True)
 
     summary: dict = {}
-    rows, raw_hot, raw_bp = [], [], []
+    rows, raw_hot, raw_bp, stage_rows = [], [], [], []
     for (setup, m), r in results.items():
         lat, drops, bp = r["latency_ms"], r["drops"], r["bp_period_ms"]
         s = {"hot_path_ms": common.summarize(lat), "bp_period_ms": common.summarize(bp),
@@ -912,9 +932,12 @@ def run(args: argparse.Namespace) -> int:
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d)})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
+        stage_rows.extend(_stage_rows(setup, m, r.get("gpu_stages_ns")))
     common.write_csv(out / "summary.csv", rows)
     common.write_csv(out / "hot_path.csv", raw_hot)
     common.write_csv(out / "bp_period.csv", raw_bp)
+    if stage_rows:
+        common.write_csv(out / "paam_stages.csv", stage_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "placement": pl, "demand": dem,
@@ -952,16 +975,33 @@ def hot_path_floor(args) -> float:
 def _stage_summary(stages) -> dict:
     """Per-stage durations (ms) of the PAAM GPU requests: each interval between consecutive
     timestamps of _STAGES, over the requests that have all of them."""
-    a = np.zeros((0, len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
+    a = np.zeros((0, 1 + len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
+    a = a[:, 1:]  # the chain priority column
     a = a[(a > 0).all(axis=1)] if a.size else a.reshape(0, len(_STAGES))
     return {f"{_STAGES[i]}->{_STAGES[i + 1]}": common.summarize((a[:, i + 1] - a[:, i]) / 1e6)
             for i in range(len(_STAGES) - 1)}
 
 
+def _stage_rows(setup: str, method: str, stages) -> list[dict]:
+    """paam_stages.csv: one row per recorded PAAM GPU request, its chain priority and the
+    duration of each stage between consecutive _STAGES stamps (us)."""
+    a = np.zeros((0, 1 + len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
+    names = [f"{_STAGES[i]}->{_STAGES[i + 1]}_us" for i in range(len(_STAGES) - 1)]
+    rows = []
+    for row in a:
+        t = row[1:]
+        if not (t > 0).all():
+            continue
+        rows.append({"setup": setup, "method": method, "chain_priority": int(row[0]),
+                     **{n: round(float(t[i + 1] - t[i]) / 1e3, 3) for i, n in enumerate(names)}})
+    return rows
+
+
 def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
-             f"{args.duration:g} s per run",
+             f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, paamd poll: "
+             f"{common.server_poll_label(args)}",
              common.machine_line(meta),
              f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

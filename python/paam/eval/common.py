@@ -5,6 +5,7 @@ Nothing here imports rclpy or matplotlib at import time.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import datetime as dt
@@ -183,6 +184,43 @@ def apply_priority(rt_priority: int | None, mode: str = "auto") -> str:
     ``priority_summary``.
     """
     return apply_rt(rt_priority, None, mode=mode, log=lambda _line: None).priority_summary
+
+
+def _poll_us(text: str) -> str:
+    if text == "always" or (text.isdigit() and int(text) >= 0):
+        return text
+    raise argparse.ArgumentTypeError(f"expected microseconds (0 or more) or 'always', got {text!r}")
+
+
+def add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """paamd's options shared by the case studies."""
+    p.add_argument("--server-poll-us", type=_poll_us, default=None, metavar="US|always",
+                   help="paamd's busy-poll window (its --poll-us) before its dispatcher and "
+                        "workers sleep on a futex (default: paamd's own, 50 us; 'always': they "
+                        "never sleep). paamd runs on cores no executor uses, so a long window "
+                        "costs those cores only; it spares a request the wake-up of a sleeping "
+                        "server thread, which is slow on a VM whose idle vCPUs halt")
+
+
+def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threads: int) -> list[str]:
+    """paamd arguments for ``--server-poll-us``: none when unset, and none (with a note, and
+    the option cleared so that the summary says so) when fewer cores are left to paamd than it
+    has polling threads (``threads``): polling threads on the executors' cores would take them
+    from the executors, and under --rt's SCHED_FIFO starve them."""
+    poll = getattr(args, "server_poll_us", None)
+    if poll is None or poll == "0":
+        return [] if poll is None else ["--poll-us", "0"]
+    if len(server_cpus) < threads:
+        print(f"  --server-poll-us {poll} ignored: {len(server_cpus)} core(s) left to paamd for "
+              f"{threads} polling threads; paamd keeps its default", flush=True)
+        args.server_poll_us = None
+        return []
+    return ["--poll-us", str(poll)]
+
+
+def server_poll_label(args: argparse.Namespace) -> str:
+    poll = getattr(args, "server_poll_us", None)
+    return "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
 
 
 def threading_native_id() -> int:
