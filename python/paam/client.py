@@ -168,6 +168,10 @@ class Client:
     :param kernels: kernel names (default capacities), or a mapping name -> max input bytes,
         or name -> (max input bytes, max output bytes).
     :param wait: ``"spin"`` (poll), ``"suspend"`` (futex) or ``"hybrid"`` (spin, then suspend).
+        Spin only on a core paamd's dispatcher cannot need: a thread spinning under SCHED_FIFO
+        above the dispatcher, on the dispatcher's only core, keeps its own request from being
+        dispatched (paamd's threads keep off the CPU backend's device core, so on a 2-core
+        machine the dispatcher shares the other core with the executors).
     :param socket: server socket path; ``None`` uses :func:`default_socket_path`.
     :param timing: optional :class:`TimingModel` for admission control (none: best-effort).
     :param direct: run the kernels in this process without a server (the baseline).

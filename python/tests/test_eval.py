@@ -208,7 +208,18 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert len(stages) - 1 == dev["n"]
     prios = {int(line.split(",")[2]) for line in stages[1:]}
     assert len(prios) > 1 and all(line.startswith("4ST,PAAM,") for line in stages[1:])
-    assert "hot path" in r.stdout and "BP mean" in r.stdout
+    # hot_path.csv places each instance's hot-path callbacks in time: ends in path order
+    head = rows[0].split(",")
+    last = rows[-1].split(",")
+    at = [float(last[head.index(c)]) for c in ("PointCloudFusion_end_ms", "RayGroundFilter_end_ms",
+                                               "EuclideanClusterDetector_end_ms",
+                                               "ObjectCollisionEstimator_start_ms",
+                                               "latency_ms")]
+    assert 0 < at[0] < at[1] < at[2] <= at[3] < at[4], at
+    hops = data["results"]["4ST"]["PAAM"]["hot_path_hops_ms"]
+    assert abs(sum(v["p50"] for v in hops.values()) - data["results"]["4ST"]["PAAM"][
+        "hot_path_ms"]["p50"]) < 0.2 * data["results"]["4ST"]["PAAM"]["hot_path_ms"]["p50"]
+    assert "hot path" in r.stdout and "BP mean" in r.stdout and "by hop" in r.stdout
     for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
               "bp_period.csv", "summary.csv"):
         assert (tmp_path / f).stat().st_size > 0

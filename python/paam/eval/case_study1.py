@@ -87,6 +87,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "0), to show the priority inversion that --rt's raised dispatcher removes")
     p.add_argument("--direct-keeps-priority", action="store_true",
                    help="cpu backend: let direct kernels run at the executor's OS priority")
+    p.add_argument("--wait", default=None, choices=["suspend", "hybrid", "spin"],
+                   help="how PAAM's executors wait for paamd, in place of the system's `wait` "
+                        "(the bound follows: a spinning executor interferes with the lower "
+                        "ones on its core for its whole segments); only an executor that is the "
+                        "most urgent on its core spins, the others suspend")
     common.add_server_arguments(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: --scale 0.2, 2.5 s per method, chains 1-3 and be1")
@@ -114,6 +119,15 @@ def scaled_system(path: str, scale: float, cpus: list[int]):
             for s in cb.segments:
                 s.wcet *= scale
     return spec, mapping
+
+
+def set_wait(spec, wait: str) -> None:
+    """Every executor waits ``wait``, except one below another on its core, which suspends: the
+    most urgent executor's wake-up is the one worth saving, and each spinning executor adds its
+    whole segments to the interference on the ones below it."""
+    for ex in spec.executors.values():
+        top = all(o.priority <= ex.priority for o in spec.executors.values() if o.cpu == ex.cpu)
+        ex.wait = wait if top else "suspend"
 
 
 def bounds(spec, epsilon_ms: float, kappa_ms: float, extra_cpu_ms: float = 0.0) -> dict:
@@ -523,6 +537,13 @@ def run(args: argparse.Namespace) -> int:
     # paamd (dispatcher, control thread, CUDA workers) on the cores no executor uses, where
     # there are any: on a shared core it would wait for the executors' fair-scheduler slices.
     server_cpus = sorted(set(range(os.cpu_count() or 1)) - set(mapping.values()) - {dev})
+    if args.wait and args.wait != "suspend" and not server_cpus:
+        # paamd's dispatcher would share a core with executors above it: one spinning there
+        # would keep its own request from being dispatched.
+        print(f"  --wait {args.wait} ignored: no core left to paamd; the executors wait as "
+              "the system says", flush=True)
+    elif args.wait:
+        set_wait(spec, args.wait)
     buckets = next(iter(spec.accelerators.values())).buckets
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
@@ -634,6 +655,7 @@ def run(args: argparse.Namespace) -> int:
         "bound_ms": {k: _num(v) for k, v in bound_plain.items()},
         "bound_with_ros_cost_ms": {k: _num(v) for k, v in bound_ros.items()},
         "os_priorities": {m: r["rt"] for m, r in results.items()},
+        "executor_wait": {e.name: e.wait for e in spec.executors.values()},
         "results": summary})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run)
@@ -696,7 +718,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
     if server_note:
         lines.append(server_note)
     if "PAAM" in methods:
-        lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}")
+        lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}; PAAM executors "
+                     "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
     if "PAAM" in summary.get(spec.chains[0].name, {}):
         over = [ch.name for ch in spec.chains if not ch.best_effort
                 and _num(bound_plain[ch.name]) is not None

@@ -136,6 +136,11 @@ HOT_PATH = ("FrontLidarDriver", "RearLidarDriver", "PointsTransformerFront",
             "PointsTransformerRear", "PointCloudFusion", "RayGroundFilter",
             "EuclideanClusterDetector", "ObjectCollisionEstimator")
 HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
+# hot-path callbacks between the lidars and the estimator, whose ends hot_path.csv records
+HOT_HOPS = ("PointsTransformerFront", "PointsTransformerRear", "PointCloudFusion",
+            "RayGroundFilter", "EuclideanClusterDetector")
+_HOT_COLS = 6 + len(HOT_HOPS)
+_NO_STAMP = -(1 << 62)  # a hop the sample's history does not hold
 TPU_NODE = "PointsTransformerRear"
 # paamd's per-request timestamps (paam.Client.timestamps), in order: the ends of the stages
 # the overhead experiment names
@@ -551,7 +556,9 @@ class _Graph:
         miss = sum(v[2] for k, v in hist.items() if k in HOT_IDS)
         # (the reference system stamps a node at its callback's start: its hot-path latency
         # ends where the estimator's callback starts; ours at its end)
-        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start))
+        hops = tuple(hist[NODE_IDS[n]][0] - start if NODE_IDS[n] in hist else _NO_STAMP
+                     for n in HOT_HOPS)
+        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start) + hops)
 
 
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
@@ -639,7 +646,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
             t.join()
     for t in g.timers:
         t.cancel()
-    np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, 6),
+    np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, _HOT_COLS),
              bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
              published=np.asarray([g.published["FrontLidarDriver"],
                                    g.published["RearLidarDriver"]], dtype=np.int64),
@@ -720,11 +727,12 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 gpu_wall.extend(z["gpu_wall"].tolist())
                 gpu_stages.append(z["gpu_stages"])
             rt.extend(str(x) for x in z["rt"])
-    hot_a = np.vstack(hot) if hot else np.zeros((0, 6), dtype=np.int64)
+    hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
     return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
             "latency_to_start_ms": hot_a[:, 5] / 1e6,
+            "hops_ms": np.where(hot_a[:, 6:] == _NO_STAMP, np.nan, hot_a[:, 6:] / 1e6),
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
             "gpu_segment_ms": gpu_wall,
@@ -844,12 +852,13 @@ def run(args: argparse.Namespace) -> int:
     args.gpu_ms_eff = args.gpu_ms * args.scale
     args.tpu_ms_eff = args.tpu_ms * args.scale
     pl = placement_for(args.backend)
-    if args.wait != "suspend" and len(set(pl["executor_cpus"].values())) < len(EXECUTORS):
+    if args.wait != "suspend" and (len(set(pl["executor_cpus"].values())) < len(EXECUTORS)
+                                   or not pl["server_cpus"]):
         # A callback spinning on a core it shares holds every lower executor there off it for
-        # its whole segment (the analysis' spin(h) = H*h), and under SCHED_FIFO also the
-        # threads that would end the run.
-        print(f"  --wait {args.wait} ignored: the executors share cores on this machine; PAAM's "
-              "callbacks suspend", flush=True)
+        # its whole segment (the analysis' spin(h) = H*h) and, above paamd's dispatcher on the
+        # dispatcher's core, keeps its own request from being dispatched.
+        print(f"  --wait {args.wait} ignored: the executors share cores, or paamd has none of "
+              "its own, on this machine; PAAM's callbacks suspend", flush=True)
         args.wait = "suspend"
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
@@ -919,7 +928,8 @@ def run(args: argparse.Namespace) -> int:
              "rt": r["rt"],
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
-             "paam_gpu_stages_ms": _stage_summary(r.get("gpu_stages_ns"))}
+             "paam_gpu_stages_ms": _stage_summary(r.get("gpu_stages_ns")),
+             "hot_path_hops_ms": _hop_summary(lat, r.get("hops_ms"), r["latency_to_start_ms"])}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -928,9 +938,16 @@ def run(args: argparse.Namespace) -> int:
                      "instances_with_drops": s["drops"]["instances_with_drops"],
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
-        for e, x, d in zip(r["hot_end_ns"], lat, drops):
+        hops = r.get("hops_ms", np.full((lat.size, len(HOT_HOPS)), np.nan))
+        for e, x, d, st, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], hops):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
-                            "latency_ms": float(x), "drops": int(d)})
+                            "latency_ms": float(x), "drops": int(d),
+                            # where the instance was: each hot-path callback's end and the
+                            # estimator's start, from the later lidar stamp (a transformer of
+                            # the earlier lidar may end before it; empty: not on record)
+                            **{f"{n}_end_ms": "" if np.isnan(h) else round(float(h), 3)
+                               for n, h in zip(HOT_HOPS, hop)},
+                            "ObjectCollisionEstimator_start_ms": round(float(st), 3)})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
         stage_rows.extend(_stage_rows(setup, m, r.get("gpu_stages_ns")))
     common.write_csv(out / "summary.csv", rows)
@@ -980,6 +997,28 @@ def _stage_summary(stages) -> dict:
     a = a[(a > 0).all(axis=1)] if a.size else a.reshape(0, len(_STAGES))
     return {f"{_STAGES[i]}->{_STAGES[i + 1]}": common.summarize((a[:, i + 1] - a[:, i]) / 1e6)
             for i in range(len(_STAGES) - 1)}
+
+
+_HOP_NAMES = ("lidar->transformers", "->fusion", "->ray ground filter", "->cluster detector",
+              "->estimator start", "estimator")
+
+
+def _hop_summary(lat, hops, oce_start) -> dict:
+    """Where the hot path's time goes: the hops between consecutive hot-path callback ends
+    (both points transformers count as one, the later), then the wait for the estimator and the
+    estimator itself; median over all instances and mean over the slowest 1%."""
+    if hops is None or not len(lat):
+        return {}
+    h = np.asarray(hops, dtype=np.float64)
+    ok = ~np.isnan(h).any(axis=1)
+    if not ok.any():
+        return {}
+    h, lat, oce_start = h[ok], np.asarray(lat)[ok], np.asarray(oce_start)[ok]
+    ends = np.column_stack([h[:, :2].max(axis=1), h[:, 2:], oce_start, lat])
+    seg = np.diff(np.column_stack([np.zeros(len(ends)), ends]), axis=1)
+    slow = lat >= np.percentile(lat, 99)
+    return {n: {"p50": float(np.median(seg[:, i])), "slowest_1pct_mean": float(seg[slow, i].mean())}
+            for i, n in enumerate(_HOP_NAMES)}
 
 
 def _stage_rows(setup: str, method: str, stages) -> list[dict]:
@@ -1045,6 +1084,14 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
             if st and next(iter(st.values()))["n"]:
                 line += " | " + ", ".join(f"{k} {common.fmt(v['mean'], 3)}" for k, v in st.items())
             lines.append(line)
+    lines.append("hot path by hop (ms: median / mean of the slowest 1% of instances)")
+    for s in setups:
+        for m in methods:
+            hops = summary[s][m].get("hot_path_hops_ms")
+            if hops:
+                lines.append(f"  {s} {m}: " + ", ".join(
+                    f"{k} {common.fmt(v['p50'])} / {common.fmt(v['slowest_1pct_mean'])}"
+                    for k, v in hops.items()))
     return "\n".join(lines) + "\n"
 
 
