@@ -246,3 +246,23 @@ def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
     for bad in ("-5", "soon", "1.5"):
         with pytest.raises(SystemExit):
             p.parse_args(["--server-poll-us", bad])
+
+
+def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
+    import os
+    import time
+
+    from paam.eval import common
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    with common.keep_awake(cpus) as pids:
+        assert len(pids) == len(cpus)
+        time.sleep(1.0)  # spawn start-up
+        for pid in pids:
+            assert os.sched_getaffinity(pid) in ({c} for c in cpus)
+            # SCHED_IDLE (5), or nice 19 where the idle class is refused
+            assert (os.sched_getscheduler(pid) == getattr(os, "SCHED_IDLE", 5)
+                    or os.getpriority(os.PRIO_PROCESS, pid) == 19)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -37,6 +37,7 @@ and ``fig10_distributions.png``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import multiprocessing as mp
@@ -93,6 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "ones on its core for its whole segments); only an executor that is the "
                         "most urgent on its core spins, the others suspend")
     common.add_server_arguments(p)
+    common.add_keep_awake_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: --scale 0.2, 2.5 s per method, chains 1-3 and be1")
     p.add_argument("--out", default="results/eval/case-study-1")
@@ -560,7 +562,8 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     calibration = calib_run = None
     server_note = ""
-    with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp, \
+            (common.keep_awake(cpus) if args.keep_awake else contextlib.nullcontext()):
         for i, m in enumerate(methods, 1):
             print(f"[{i}/{len(methods)}] {m} ...", flush=True)
             if m == "PAAM":
@@ -720,6 +723,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
     if "PAAM" in methods:
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}; PAAM executors "
                      "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
+    if args.keep_awake:
+        lines.append("--keep-awake: a SCHED_IDLE busy loop on every core during every method")
     if "PAAM" in summary.get(spec.chains[0].name, {}):
         over = [ch.name for ch in spec.chains if not ch.best_effort
                 and _num(bound_plain[ch.name]) is not None

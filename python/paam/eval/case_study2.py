@@ -56,6 +56,7 @@ priority), ``summary.csv``, ``summary.json``, ``summary.txt``, ``fig11a_hot_path
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import random
@@ -771,6 +772,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how PAAM's callbacks wait for paamd's answer (default suspend; the "
                         "direct CUDA baselines spin on a completion flag)")
     common.add_server_arguments(p)
+    common.add_keep_awake_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
@@ -882,7 +884,8 @@ def run(args: argparse.Namespace) -> int:
     results: dict[tuple[str, str], dict] = {}
     server_notes = []
     runs = [(s, m) for s in setups for m in methods]
-    with tempfile.TemporaryDirectory(prefix="paam-eval-cs2-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="paam-eval-cs2-") as tmp, \
+            (common.keep_awake(pl["host_cpus"]) if args.keep_awake else contextlib.nullcontext()):
         for i, (setup, m) in enumerate(runs, 1):
             label = f"[{i}/{len(runs)}] {setup} / {m}"
             print(f"{label} ...", flush=True)
@@ -1040,7 +1043,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, paamd poll: "
-             f"{common.server_poll_label(args)}",
+             f"{common.server_poll_label(args)}"
+             + ("; every core kept awake (SCHED_IDLE busy loops)" if args.keep_awake else ""),
              common.machine_line(meta),
              f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

@@ -202,6 +202,13 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "server thread, which is slow on a VM whose idle vCPUs halt")
 
 
+def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep-awake", action="store_true",
+                   help="one SCHED_IDLE busy loop per core during the runs of every method "
+                        "(user space's idle=poll): a woken thread then does not wait for its "
+                        "halted virtual CPU to be resumed (on a VM) or for a C-state exit")
+
+
 def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threads: int) -> list[str]:
     """paamd arguments for ``--server-poll-us``: none when unset, and none (with a note, and
     the option cleared so that the summary says so) when fewer cores are left to paamd than it
@@ -269,20 +276,52 @@ def stress(cpus: Sequence[int], per_cpu: int = 2, max_sec: float = 3600.0) -> It
                     procs.append(p)
         yield [p.pid for p in procs]
     finally:
+        _stop(procs)
+
+
+def _stop(procs: list[Any]) -> None:
+    for p in procs:
+        if isinstance(p, subprocess.Popen):
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        else:
+            p.terminate()
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def _awake_main(cpu: int, stop_at: float) -> None:
+    pin_this_thread([cpu])
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):
+        os.nice(19)
+    while time.monotonic() < stop_at:
+        pass
+
+
+@contextlib.contextmanager
+def keep_awake(cpus: Sequence[int], max_sec: float = 3600.0) -> Iterator[list[int]]:
+    """One SCHED_IDLE busy loop per core of ``cpus`` while the block runs: the core is never
+    idle, so a thread woken there is switched to at once, without the exit from a halted
+    (virtual) CPU that a guest whose cpuidle driver is "none" pays on every idle wake-up (user
+    space's idle=poll). Any other thread preempts the loop; it costs power, and a share of the
+    core only against other SCHED_IDLE threads (best-effort executors)."""
+    ctx = mp.get_context("spawn")
+    stop_at = time.monotonic() + max_sec
+    procs = [ctx.Process(target=_awake_main, args=(cpu, stop_at), daemon=True) for cpu in cpus]
+    try:
         for p in procs:
-            if isinstance(p, subprocess.Popen):
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            else:
-                p.terminate()
-                p.join(5)
-                if p.is_alive():
-                    p.kill()
-                    p.join()
+            p.start()
+        yield [p.pid for p in procs]
+    finally:
+        _stop(procs)
 
 
 def stress_tool() -> str:
