@@ -243,6 +243,10 @@ def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
     assert common.server_poll_args(p.parse_args(["--server-poll-us", "200"]), [1], 3) == []
     assert common.server_poll_args(p.parse_args(["--server-poll-us", "0"]), [], 3) == [
         "--poll-us", "0"]
+    # --keep-awake leaves the cores of a polling paamd alone
+    assert common.awake_cpus([0, 1, 2, 3], [2, 3], p.parse_args([])) == [0, 1, 2, 3]
+    assert common.awake_cpus([0, 1, 2, 3], [2, 3],
+                             p.parse_args(["--server-poll-us", "always"])) == [0, 1]
     for bad in ("-5", "soon", "1.5"):
         with pytest.raises(SystemExit):
             p.parse_args(["--server-poll-us", bad])

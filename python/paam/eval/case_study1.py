@@ -563,7 +563,8 @@ def run(args: argparse.Namespace) -> int:
     calibration = calib_run = None
     server_note = ""
     with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp, \
-            (common.keep_awake(cpus) if args.keep_awake else contextlib.nullcontext()):
+            (common.keep_awake(common.awake_cpus(cpus, server_cpus, args))
+             if args.keep_awake else contextlib.nullcontext()):
         for i, m in enumerate(methods, 1):
             print(f"[{i}/{len(methods)}] {m} ...", flush=True)
             if m == "PAAM":

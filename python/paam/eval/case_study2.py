@@ -885,7 +885,8 @@ def run(args: argparse.Namespace) -> int:
     server_notes = []
     runs = [(s, m) for s in setups for m in methods]
     with tempfile.TemporaryDirectory(prefix="paam-eval-cs2-") as tmp, \
-            (common.keep_awake(pl["host_cpus"]) if args.keep_awake else contextlib.nullcontext()):
+            (common.keep_awake(common.awake_cpus(pl["host_cpus"], pl["server_cpus"], args))
+             if args.keep_awake else contextlib.nullcontext()):
         for i, (setup, m) in enumerate(runs, 1):
             label = f"[{i}/{len(runs)}] {setup} / {m}"
             print(f"{label} ...", flush=True)
