@@ -725,7 +725,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}; PAAM executors "
                      "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
     if args.keep_awake:
-        lines.append("--keep-awake: a SCHED_IDLE busy loop on every core during every method")
+        lines.append("--keep-awake: a SCHED_IDLE busy loop on every core (but a polling paamd's) "
+                     "during every method")
     if "PAAM" in summary.get(spec.chains[0].name, {}):
         over = [ch.name for ch in spec.chains if not ch.best_effort
                 and _num(bound_plain[ch.name]) is not None

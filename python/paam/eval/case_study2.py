@@ -932,8 +932,8 @@ def run(args: argparse.Namespace) -> int:
              "rt": r["rt"],
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
-             "paam_gpu_stages_ms": _stage_summary(r.get("gpu_stages_ns")),
-             "hot_path_hops_ms": _hop_summary(lat, r.get("hops_ms"), r["latency_to_start_ms"])}
+             "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
+             "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"])}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -942,8 +942,8 @@ def run(args: argparse.Namespace) -> int:
                      "instances_with_drops": s["drops"]["instances_with_drops"],
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
-        hops = r.get("hops_ms", np.full((lat.size, len(HOT_HOPS)), np.nan))
-        for e, x, d, st, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], hops):
+        for e, x, d, st, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"],
+                                    r["hops_ms"]):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
                             # where the instance was: each hot-path callback's end and the
@@ -953,7 +953,7 @@ def run(args: argparse.Namespace) -> int:
                                for n, h in zip(HOT_HOPS, hop)},
                             "ObjectCollisionEstimator_start_ms": round(float(st), 3)})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
-        stage_rows.extend(_stage_rows(setup, m, r.get("gpu_stages_ns")))
+        stage_rows.extend(_stage_rows(setup, m, r["gpu_stages_ns"]))
     common.write_csv(out / "summary.csv", rows)
     common.write_csv(out / "hot_path.csv", raw_hot)
     common.write_csv(out / "bp_period.csv", raw_bp)
@@ -993,14 +993,21 @@ def hot_path_floor(args) -> float:
     return runs + 6 * args.gpu_ms * args.scale
 
 
+_STAGE_NAMES = tuple(f"{a}->{b}" for a, b in zip(_STAGES, _STAGES[1:]))
+
+
+def _stage_durations(stages) -> tuple[np.ndarray, np.ndarray]:
+    """(chain priorities, stage durations in ns: one column per _STAGE_NAMES) of the recorded
+    PAAM GPU requests (rows: chain priority, then the _STAGES stamps) that have every stamp."""
+    a = np.asarray(stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES))
+    ok = (a[:, 1:] > 0).all(axis=1)
+    return a[ok, 0], np.diff(a[ok, 1:], axis=1)
+
+
 def _stage_summary(stages) -> dict:
-    """Per-stage durations (ms) of the PAAM GPU requests: each interval between consecutive
-    timestamps of _STAGES, over the requests that have all of them."""
-    a = np.zeros((0, 1 + len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
-    a = a[:, 1:]  # the chain priority column
-    a = a[(a > 0).all(axis=1)] if a.size else a.reshape(0, len(_STAGES))
-    return {f"{_STAGES[i]}->{_STAGES[i + 1]}": common.summarize((a[:, i + 1] - a[:, i]) / 1e6)
-            for i in range(len(_STAGES) - 1)}
+    """Per-stage durations (ms) of the PAAM GPU requests."""
+    d = _stage_durations(stages)[1]
+    return {n: common.summarize(d[:, i] / 1e6) for i, n in enumerate(_STAGE_NAMES)}
 
 
 _HOP_NAMES = ("lidar->transformers", "->fusion", "->ray ground filter", "->cluster detector",
@@ -1011,7 +1018,7 @@ def _hop_summary(lat, hops, oce_start) -> dict:
     """Where the hot path's time goes: the hops between consecutive hot-path callback ends
     (both points transformers count as one, the later), then the wait for the estimator and the
     estimator itself; median over all instances and mean over the slowest 1%."""
-    if hops is None or not len(lat):
+    if not len(lat):
         return {}
     h = np.asarray(hops, dtype=np.float64)
     ok = ~np.isnan(h).any(axis=1)
@@ -1027,17 +1034,11 @@ def _hop_summary(lat, hops, oce_start) -> dict:
 
 def _stage_rows(setup: str, method: str, stages) -> list[dict]:
     """paam_stages.csv: one row per recorded PAAM GPU request, its chain priority and the
-    duration of each stage between consecutive _STAGES stamps (us)."""
-    a = np.zeros((0, 1 + len(_STAGES)), dtype=np.int64) if stages is None else np.asarray(stages)
-    names = [f"{_STAGES[i]}->{_STAGES[i + 1]}_us" for i in range(len(_STAGES) - 1)]
-    rows = []
-    for row in a:
-        t = row[1:]
-        if not (t > 0).all():
-            continue
-        rows.append({"setup": setup, "method": method, "chain_priority": int(row[0]),
-                     **{n: round(float(t[i + 1] - t[i]) / 1e3, 3) for i, n in enumerate(names)}})
-    return rows
+    duration of each stage (us)."""
+    prios, d = _stage_durations(stages)
+    return [{"setup": setup, "method": method, "chain_priority": int(p),
+             **{f"{n}_us": round(float(x) / 1e3, 3) for n, x in zip(_STAGE_NAMES, row)}}
+            for p, row in zip(prios, d)]
 
 
 def render(summary, setups, methods, meta, args, pl, dem) -> str:
@@ -1045,7 +1046,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, paamd poll: "
              f"{common.server_poll_label(args)}"
-             + ("; every core kept awake (SCHED_IDLE busy loops)" if args.keep_awake else ""),
+             + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
+                if args.keep_awake else ""),
              common.machine_line(meta),
              f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

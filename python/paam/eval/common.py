@@ -211,8 +211,9 @@ def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
 
 def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.Namespace) -> list[int]:
     """The cores ``--keep-awake`` busies: all of ``cpus`` but paamd's when paamd polls (a
-    polling thread keeps its core awake already, and the fair scheduler would hand the busy
-    loop slices of milliseconds beside it: measured, a 3.6 ms p99 launch stage)."""
+    polling thread keeps its core awake already, and beside a thread that never sleeps the fair
+    scheduler still hands the busy loop slices of milliseconds: the likely cause of a 3.6 ms
+    p99 launch stage in the one case-study-1 run that had them there)."""
     polls = getattr(args, "server_poll_us", None) not in (None, "0")
     return [c for c in cpus if not (polls and c in server_cpus)]
 
@@ -223,14 +224,14 @@ def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threa
     has polling threads (``threads``): polling threads on the executors' cores would take them
     from the executors, and under --rt's SCHED_FIFO starve them."""
     poll = getattr(args, "server_poll_us", None)
-    if poll is None or poll == "0":
-        return [] if poll is None else ["--poll-us", "0"]
-    if len(server_cpus) < threads:
+    if poll is None:
+        return []
+    if poll != "0" and len(server_cpus) < threads:
         print(f"  --server-poll-us {poll} ignored: {len(server_cpus)} core(s) left to paamd for "
               f"{threads} polling threads; paamd keeps its default", flush=True)
         args.server_poll_us = None
         return []
-    return ["--poll-us", str(poll)]
+    return ["--poll-us", poll]
 
 
 def server_poll_label(args: argparse.Namespace) -> str:
@@ -319,8 +320,9 @@ def keep_awake(cpus: Sequence[int], max_sec: float = 3600.0) -> Iterator[list[in
     """One SCHED_IDLE busy loop per core of ``cpus`` while the block runs: the core is never
     idle, so a thread woken there is switched to at once, without the exit from a halted
     (virtual) CPU that a guest whose cpuidle driver is "none" pays on every idle wake-up (user
-    space's idle=poll). Any other thread preempts the loop; it costs power, and a share of the
-    core only against other SCHED_IDLE threads (best-effort executors)."""
+    space's idle=poll). A thread that wakes preempts the loop at once; it costs power, a share of
+    the core against other SCHED_IDLE threads (best-effort executors), and, beside a thread
+    that never sleeps, an occasional slice (keep it off such cores: :func:`awake_cpus`)."""
     ctx = mp.get_context("spawn")
     stop_at = time.monotonic() + max_sec
     procs = [ctx.Process(target=_awake_main, args=(cpu, stop_at), daemon=True) for cpu in cpus]

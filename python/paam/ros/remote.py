@@ -48,16 +48,12 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from paam import errors
 from paam.errors import ServerDied, ServerNotRunning
 from paam.ros import wire
 from paam.ros._waitset import SubscriptionWaiter, take
 
 __all__ = ["RemoteClient", "RemoteFuture", "BridgeNotRunning", "ClientRetired"]
-
-
-def _errors():
-    import paam.errors
-    return paam.errors
 
 
 class BridgeNotRunning(ServerNotRunning):
@@ -224,9 +220,8 @@ class RemoteClient:
         from paam_msgs.msg import Heartbeat, KernelSpec, RemoteRequest, RemoteResponse
         from paam_msgs.srv import Register
 
-        paam = _errors()
         if wait not in ("spin", "suspend", "hybrid"):
-            raise paam.InvalidArgument(f"wait must be spin, suspend or hybrid, not {wait!r}")
+            raise errors.InvalidArgument(f"wait must be spin, suspend or hybrid, not {wait!r}")
         self._bridge = bridge.strip("/")
         self._wait_mode = wait
         self._hybrid_spin_s = hybrid_spin_us * 1e-6
@@ -330,13 +325,12 @@ class RemoteClient:
 
     def submit(self, kernel: str, *inputs: Any, **params: Any) -> RemoteFuture:
         """Send a request and return a :class:`RemoteFuture` at once."""
-        paam = _errors()
         if self._closed:
-            raise paam.Closed("client is closed")
+            raise errors.Closed("client is closed")
         if self._retired is not None:
             raise ClientRetired(self._retired)
         if kernel not in self._kernels:
-            raise paam.UnknownKernel(f"'{kernel}' was not declared at registration "
+            raise errors.UnknownKernel(f"'{kernel}' was not declared at registration "
                                      f"(declared: {', '.join(self._kernels)})")
         from paam_msgs.msg import Tensor
         msg = self._RemoteRequest()
@@ -421,7 +415,6 @@ class RemoteClient:
         """Wait for ``fut``: the thread that holds the pump lock waits on the response
         subscription and resolves whichever futures its messages answer; other waiting threads
         wait on their own future and take the pump over when it is free."""
-        paam = _errors()
         start = time.monotonic()
         deadline = None if timeout_sec is None else start + max(0.0, timeout_sec)
         spin_until = start + (self._hybrid_spin_s if self._wait_mode == "hybrid" else
@@ -432,16 +425,16 @@ class RemoteClient:
                 self._poll()  # a response that has already arrived is not a timeout
                 if fut._event.is_set() or self._fail_if_retired(fut):
                     return
-                raise paam.PaamTimeout(f"'{fut.kernel}' has not completed")
+                raise errors.PaamTimeout(f"'{fut.kernel}' has not completed")
             if self._closed:
-                raise paam.Closed("client was closed while waiting")
+                raise errors.Closed("client was closed while waiting")
             if self._fail_if_retired(fut):
                 return
             silent = self._hub.bridge_silence(self._bridge, start)
             if silent > self._bridge_timeout:
                 with self._pending_lock:
                     self._pending.pop(fut.sequence, None)
-                fut._resolve(None, paam.ServerDied(
+                fut._resolve(None, errors.ServerDied(
                     f"paam bridge '{self._bridge}' silent for {silent:.1f} s while "
                     f"'{fut.kernel}' was outstanding"))
                 return
@@ -519,7 +512,6 @@ class RemoteClient:
         return self._closed
 
     def _teardown(self, unregister: bool) -> None:
-        paam = _errors()
         hub = self._hub
         if hub is None:
             return
@@ -544,7 +536,7 @@ class RemoteClient:
         with self._pending_lock:
             pending, self._pending = list(self._pending.values()), {}
         for fut in pending:
-            fut._resolve(None, paam.Closed("client closed"))
+            fut._resolve(None, errors.Closed("client closed"))
         _Hub.release()
 
     def __enter__(self) -> "RemoteClient":
