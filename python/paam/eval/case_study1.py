@@ -186,6 +186,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     from paam.ros import CallbackSpec, Chain
 
     method = cfg["method"]
+    spins = method == "paam" and cfg["wait"] != "suspend"  # the executor spins on paamd
     ctx = Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(f"cs1_{cfg['executor']}_{os.getpid()}", context=ctx)
@@ -269,8 +270,11 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 c0 = time.thread_time_ns()
                 w0 = time.monotonic_ns()
                 _burn(burn_ns)
+                c_seg = time.thread_time_ns()
                 for s in segs:
                     run_segment(client, s, chain_name)
+                # a spinning PAAM wait burns CPU time that is the segments', not rclpy's
+                spun = time.thread_time_ns() - c_seg if spins else 0
                 key = (chain_name, release)
                 if pub is not None:
                     body_wall[key] = body_wall.get(key, 0) + time.monotonic_ns() - w0
@@ -283,7 +287,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                         # waiting for the CPU)
                         latencies[chain_name].append((release, end, end - release - wall))
                 if release >= record_from[0]:
-                    body_excess.append((time.thread_time_ns() - c0 - burn_ns) / 1e6)
+                    body_excess.append((time.thread_time_ns() - c0 - burn_ns - spun) / 1e6)
 
             if i == 0:
                 period_ns = int(chain.period_ms * 1e6)

@@ -390,6 +390,7 @@ class _Graph:
         def work() -> None:
             c0 = time.thread_time_ns()
             crunch.request("spin", duration_ms=cpu_ms)
+            c_seg = time.thread_time_ns()
             if gpu_client is not None:
                 g0 = time.monotonic_ns()
                 self._segment(gpu_client, gpu_ms, self.drop_gpu)
@@ -403,8 +404,11 @@ class _Graph:
                 self._segment(tpu_client, tpu_ms, self.drop_tpu)
             if self.method == "paam" and time.monotonic_ns() >= self.record_from[0]:
                 # CPU time beyond the burn (rclpy, Python); direct kernels on the CPU backend
-                # burn this thread's CPU time, so only the PAAM run can tell.
-                self.excess.append((time.thread_time_ns() - c0) / 1e6 - cpu_ms)
+                # burn this thread's CPU time, so only the PAAM run can tell. A spinning wait
+                # burns it too: then the segments' CPU time is not counted.
+                now = time.thread_time_ns()
+                spun = now - c_seg if self.cfg["wait"] != "suspend" else 0
+                self.excess.append((now - c0 - spun) / 1e6 - cpu_ms)
         return work
 
     def _pub(self, node, topic: str):
