@@ -285,21 +285,23 @@ def stress(cpus: Sequence[int], per_cpu: int = 2, max_sec: float = 3600.0) -> It
                     procs.append(p)
         yield [p.pid for p in procs]
     finally:
-        _stop(procs)
+        stop_processes(procs)
 
 
-def _stop(procs: list[Any]) -> None:
+def stop_processes(procs: Iterable[Any], timeout: float = 5.0) -> None:
+    """SIGTERM each process (subprocess.Popen or multiprocessing.Process), SIGKILL after
+    ``timeout`` seconds, and reap it."""
     for p in procs:
         if isinstance(p, subprocess.Popen):
             p.terminate()
             try:
-                p.wait(5)
+                p.wait(timeout)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
         else:
             p.terminate()
-            p.join(5)
+            p.join(timeout)
             if p.is_alive():
                 p.kill()
                 p.join()
@@ -331,7 +333,7 @@ def keep_awake(cpus: Sequence[int], max_sec: float = 3600.0) -> Iterator[list[in
             p.start()
         yield [p.pid for p in procs]
     finally:
-        _stop(procs)
+        stop_processes(procs)
 
 
 def stress_tool() -> str:

@@ -126,12 +126,7 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
                 if i >= 30:
                     stamps.append(dict(c.last_timestamps))
     finally:
-        bridge.terminate()
-        try:
-            bridge.wait(10)
-        except subprocess.TimeoutExpired:
-            bridge.kill()
-            bridge.wait()
+        common.stop_processes([bridge], timeout=10)
         log.close()
     missing = [k for _n, a, b in REMOTE_STAGES for k in (a, b) if k not in stamps[0]]
     if missing:
