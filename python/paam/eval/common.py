@@ -146,16 +146,18 @@ def fmt(x: float, digits: int = 1) -> str:
 
 
 def device_cpu() -> int:
-    """The core that plays the accelerator on the CPU backend: the last one (as `paam demo`)."""
-    return (os.cpu_count() or 1) - 1
+    """The core that plays the accelerator on the CPU backend: the last one this process may use
+    (as `paam demo`; ``taskset`` limits them)."""
+    return max(os.sched_getaffinity(0))
 
 
 def host_cpus(backend: str) -> list[int]:
-    """Cores left for client processes: every core but the device core on the CPU backend."""
-    n = os.cpu_count() or 1
-    if backend == "cpu" and n > 1:
-        return [c for c in range(n) if c != device_cpu()]
-    return list(range(n))
+    """Cores left for client processes: every core this process may use (``taskset`` limits
+    them), but the device core on the CPU backend."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if backend == "cpu" and len(allowed) > 1:
+        return [c for c in allowed if c != device_cpu()]
+    return allowed
 
 
 def map_cpu(cpu: int, cpus: Sequence[int]) -> int:

@@ -20,12 +20,21 @@ and execution profiles (every iteration's time in order). Writes ``summary.csv``
 
 On the CPU backend one core plays the device (paamd's workers, or the direct kernels, are
 pinned there) and the units run on the other cores.
+
+Long runs: ``--concurrent`` runs every configuration at once, each with a device of its own (a
+GPU; on the CPU backend a core) and an equal share of the cores: 10^6 frames of five
+configurations in the time of one;
+``--from-raw DIR...`` analyses raw files again, joining the parts of one configuration that
+several runs wrote (each part's warm-up dropped), so a run cut into pieces reports as one.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +63,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--hybrid-spin-us", type=float, default=20.0,
                    help="spin window of the hybrid wait (default 20)")
+    p.add_argument("--concurrent", action="store_true",
+                   help="run the configurations at the same time, each with a device of its own "
+                        "(cuda: a GPU per configuration; cpu: the last core of its share) and an "
+                        "equal share of the cores")
+    p.add_argument("--from-raw", nargs="+", metavar="DIR", default=None,
+                   help="measure nothing: analyse the raw files (DIR/raw/<config>.npz or "
+                        "DIR/<config>.npz) of earlier runs; the parts of one configuration "
+                        "found in several DIRs are joined in the order given")
+    p.add_argument("--no-plots", action="store_true", help="write no PNGs")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 300 frames, 2 units")
     p.add_argument("--out", default="results/eval/wait-strategies")
@@ -165,6 +183,120 @@ def analyse(data: dict[int, dict], warmup: int) -> dict:
             "device": common.summarize(dev_us)}
 
 
+def save_raw(path: Path, data: dict[int, dict], cfg: dict, warmup: int) -> None:
+    """Per-iteration start/end/device ns of every unit, with the parameters that made them."""
+    np.savez_compressed(path, params_json=np.array(json.dumps({**cfg, "warmup": warmup})),
+                        **{f"u{u}_{k}": v for u, d in data.items() for k, v in d.items()})
+
+
+def load_raw(path: Path) -> tuple[dict[int, dict], dict | None]:
+    """``save_raw``'s file back: ({unit: {start, end, dev}}, params or None for older files)."""
+    data: dict[int, dict] = {}
+    params = None
+    with np.load(path) as z:
+        for name in z.files:
+            if name == "params_json":
+                params = json.loads(str(z[name]))
+                continue
+            u, kind = name[1:].split("_")
+            data.setdefault(int(u), {})[kind] = z[name]
+    return data, params
+
+
+def _raw_file(folder: Path, config: str) -> Path | None:
+    for f in (folder / "raw" / f"{config}.npz", folder / f"{config}.npz"):
+        if f.is_file():
+            return f
+    return None
+
+
+def join_parts(parts: list[tuple[dict[int, dict], int]]) -> dict[int, dict]:
+    """Runs of one configuration as one: each part's warm-up frames dropped, then appended."""
+    units = sorted(parts[0][0])
+    for data, _ in parts[1:]:
+        if sorted(data) != units:
+            raise SystemExit(f"parts with different units cannot be joined: {units} and "
+                             f"{sorted(data)}")
+    return {u: {k: np.concatenate([d[u][k][w:] for d, w in parts])
+                for k in ("start", "end", "dev")} for u in units}
+
+
+def _gpu_ids() -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip()]
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                 timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(l for l in listing.splitlines() if l.startswith("GPU"))]
+
+
+def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warmup: int,
+                   out: Path) -> dict[str, Path]:
+    """Every configuration at once in a ``paam eval wait-strategies`` of its own, each with a
+    device of its own (cuda: one GPU through CUDA_VISIBLE_DEVICES; cpu: the last core of its
+    share) and an equal share of this process's cores; returns their raw files."""
+    gpus = _gpu_ids() if args.backend == "cuda" else [""] * len(configs)
+    if len(gpus) < len(configs):
+        raise SystemExit(f"--concurrent needs a GPU per configuration: {len(configs)} "
+                         f"configuration(s), {len(gpus)} GPU(s) found")
+    cpus = sorted(os.sched_getaffinity(0))
+    share = len(cpus) // len(configs)
+    if share < 2:
+        raise SystemExit(f"--concurrent: {len(cpus)} core(s) for {len(configs)} "
+                         "configuration(s); each needs at least 2")
+    if share < args.units + 2:
+        print(f"  note: {share} cores per configuration: its {args.units} unit(s) and paamd "
+              "share them", flush=True)
+    procs = []
+    for i, config in enumerate(configs):
+        part = common.out_dir(out / "parts" / config)
+        mine = cpus[i * share:(i + 1) * share]
+        cmd = [sys.executable, "-m", "paam.cli", "eval", "wait-strategies", "--backend",
+               args.backend,
+               "--configs", config, "--iterations", str(args.iterations), "--units",
+               str(args.units), "--kernel-ms", str(args.kernel_ms), "--period-ms",
+               str(cfg["period_ms"]), "--warmup", str(warmup), "--hybrid-spin-us",
+               str(args.hybrid_spin_us), "--no-plots", "--out", str(part)]
+        log = open(part / "run.log", "w")  # noqa: SIM115 - closed below
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if args.backend == "cuda":
+            env["CUDA_VISIBLE_DEVICES"] = gpus[i]
+        print(f"  {config}: " + (f"GPU {gpus[i]}, " if gpus[i] else "")
+              + f"CPUs {','.join(map(str, mine))}, log {part}/run.log", flush=True)
+        procs.append((config, log, subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=lambda m=mine: os.sched_setaffinity(0, m))))
+    budget = 120 + args.iterations * cfg["period_ms"] / 1e3 * 3
+    t0 = time.monotonic()
+    next_note = 60.0
+    failed = None
+    try:
+        while failed is None and any(p.poll() is None for _, _, p in procs):
+            time.sleep(1.0)
+            failed = next((c for c, _, p in procs if p.returncode not in (None, 0)), None)
+            elapsed = time.monotonic() - t0
+            if elapsed > budget:
+                failed = "(time)"
+            if elapsed >= next_note:
+                next_note += 60.0
+                done = sum(p.returncode == 0 for _, _, p in procs)
+                print(f"  {elapsed:.0f} s: {done}/{len(procs)} configuration(s) done", flush=True)
+    finally:
+        for _, log, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    if failed is not None:
+        what = (f"a configuration did not finish within {budget:.0f} s" if failed == "(time)"
+                else f"{failed} failed")
+        raise SystemExit(f"--concurrent: {what}; logs in {out}/parts/*/run.log")
+    return {c: out / "parts" / c / "raw" / f"{c}.npz" for c in configs}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.quick:
         args.iterations = min(args.iterations, 300)
@@ -174,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown configuration(s) {bad}; choose from {', '.join(CONFIGS)}")
     if args.units < 1 or args.iterations < 1:
         raise SystemExit("--units and --iterations must be at least 1")
+    if args.from_raw:
+        return report_from_raw(args, configs)
     period = args.period_ms or (2 * args.units * args.kernel_ms + 0.5)
     warmup = args.warmup or max(20, args.iterations // 100)
     warmup = min(warmup, args.iterations // 2)
@@ -183,30 +317,82 @@ def run(args: argparse.Namespace) -> int:
            "client_cpus": common.host_cpus(args.backend)}
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
-    est = len(configs) * args.iterations * period / 1e3
+    runs = 1 if args.concurrent else len(configs)
+    est = runs * args.iterations * period / 1e3
     print(f"paam eval wait-strategies: {args.units} units x {args.kernel_ms} ms kernel every "
-          f"{period:.2f} ms, {args.iterations} frames per configuration (about {est:.0f} s)\n"
-          f"  {common.machine_line(meta)}; units on CPUs {cfg['client_cpus']}"
-          + (f", device core {cfg['device_cpu']}" if args.backend == "cpu" else ""), flush=True)
+          f"{period:.2f} ms, {args.iterations} frames per configuration"
+          + (", configurations at once" if args.concurrent else "") + f" (about {est:.0f} s)\n"
+          f"  {common.machine_line(meta)}"
+          + ("" if args.concurrent else f"; units on CPUs {cfg['client_cpus']}")
+          + (f", device core {cfg['device_cpu']}" if args.backend == "cpu" and not args.concurrent
+             else ""), flush=True)
 
-    from paam.testing import start_server
-    results, raw = {}, {}
-    with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
-        for i, config in enumerate(configs, 1):
-            print(f"[{i}/{len(configs)}] {config} ...", flush=True)
-            if config.startswith("paam"):
-                extra = []
-                with start_server(buckets=1, backend=args.backend,
-                                  device_cpu=cfg["device_cpu"] if args.backend == "cpu" else None,
-                                  extra_args=extra) as srv:
-                    data = run_config(config, cfg, srv.socket_path, tmp)
-            else:
-                data = run_config(config, cfg, None, tmp)
-            raw[config] = data
-            results[config] = analyse(data, warmup)
-            np.savez_compressed(common.out_dir(out / "raw") / f"{config}.npz",
-                                **{f"u{u}_{k}": v for u, d in data.items() for k, v in d.items()})
+    raw: dict[str, dict] = {}
+    if args.concurrent:
+        for config, path in run_concurrent(args, configs, cfg, warmup, out).items():
+            raw[config] = join_parts([(load_raw(path)[0], warmup)])
+            os.replace(path, common.out_dir(out / "raw") / f"{config}.npz")
+    else:
+        from paam.testing import start_server
+        with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
+            for i, config in enumerate(configs, 1):
+                print(f"[{i}/{len(configs)}] {config} ...", flush=True)
+                if config.startswith("paam"):
+                    with start_server(buckets=1, backend=args.backend,
+                                      device_cpu=cfg["device_cpu"] if args.backend == "cpu"
+                                      else None) as srv:
+                        data = run_config(config, cfg, srv.socket_path, tmp)
+                else:
+                    data = run_config(config, cfg, None, tmp)
+                save_raw(common.out_dir(out / "raw") / f"{config}.npz", data, cfg, warmup)
+                raw[config] = join_parts([(data, warmup)])
+    return report(raw, meta, {**cfg, "frames_kept": args.iterations - warmup}, warmup, out,
+                  not args.no_plots)
 
+
+def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
+    folders = [Path(d) for d in args.from_raw]
+    for d in folders:
+        if not d.is_dir():
+            raise SystemExit(f"--from-raw: {d} is not a folder")
+    raw: dict[str, dict] = {}
+    params: dict | None = None
+    parts_of: dict[str, int] = {}
+    for config in configs:
+        parts = []
+        for d in folders:
+            f = _raw_file(d, config)
+            if f is None:
+                continue
+            data, p = load_raw(f)
+            frames = len(next(iter(data.values()))["start"])
+            w = args.warmup or (p or {}).get("warmup") or max(20, frames // 100)
+            parts.append((data, min(w, frames // 2)))
+            params = params or p
+        if parts:
+            raw[config] = join_parts(parts)
+            parts_of[config] = len(parts)
+    if not raw:
+        raise SystemExit(f"--from-raw: no raw file of {', '.join(configs)} in "
+                         + ", ".join(map(str, folders)))
+    p = params or {"units": args.units, "kernel_ms": args.kernel_ms,
+                   "period_ms": args.period_ms or float("nan")}
+    kept = {c: len(next(iter(d.values()))["start"]) for c, d in raw.items()}
+    frames = (str(min(kept.values())) if len(set(kept.values())) == 1
+              else ", ".join(f"{c} {n}" for c, n in kept.items()))
+    cfg = {**p, "frames_kept": frames, "parts": parts_of,
+           "from_raw": [str(d) for d in folders]}
+    print(f"paam eval wait-strategies --from-raw: "
+          + ", ".join(f"{c} ({parts_of[c]} part(s), {kept[c]} frames)" for c in raw), flush=True)
+    meta = common.machine_meta(p.get("backend", args.backend))
+    return report(raw, meta, cfg, 0, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
+
+
+def report(raw: dict[str, dict], meta: dict, cfg: dict, warmup: int, out: Path,
+           plots: bool, wrote_raw: bool = True) -> int:
+    """Summary files, table and figures of ``raw`` (warm-up frames already dropped)."""
+    files = ["summary.csv", "summary.json", "summary.txt"]
+    results = {config: analyse(data, 0) for config, data in raw.items()}
     rows = []
     for config, r in results.items():
         for scope in ("request", "frame"):
@@ -221,18 +407,23 @@ def run(args: argparse.Namespace) -> int:
     text = render(results, meta, cfg, warmup)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
-    try:
-        plot_histograms(raw, warmup, out / "histograms.png", cfg)
-        plot_profiles(raw, warmup, out / "profiles.png", cfg)
-        print(f"wrote {out}/summary.csv, summary.json, summary.txt, histograms.png, profiles.png, raw/")
-    except Exception as exc:  # noqa: BLE001 - the table is the main output
-        print(f"wrote {out}/summary.* and raw/ (no plots: {exc})")
+    note = ""
+    if plots:
+        try:
+            plot_histograms(raw, 0, out / "histograms.png", cfg)
+            plot_profiles(raw, 0, out / "profiles.png", cfg)
+            files += ["histograms.png", "profiles.png"]
+        except Exception as exc:  # noqa: BLE001 - the table is the main output
+            note = f" (no plots: {exc})"
+    print(f"wrote {out}/" + ", ".join(files + ["raw/"] * wrote_raw) + note)
     return 0
 
 
 def render(results: dict, meta: dict, cfg: dict, warmup: int) -> str:
+    joined = ", ".join(f"{c}: {n} runs joined" for c, n in cfg.get("parts", {}).items() if n > 1)
+    joined = f" ({joined})" if joined else ""
     head = [f"Wait strategies: {cfg['units']} units, {cfg['kernel_ms']} ms kernel, period "
-            f"{cfg['period_ms']:.2f} ms, {cfg['frames'] - warmup} frames after {warmup} warm-up",
+            f"{cfg['period_ms']:.2f} ms, {cfg['frames_kept']} frames after warm-up{joined}",
             f"{common.machine_line(meta)}", ""]
     rows = [["configuration", "MET us", "MMET us", "min us", "avg jitter", "P2V us", "p99 us",
              "frame MET", "frame MMET", "kernel us"]]
