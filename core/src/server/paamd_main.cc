@@ -1,4 +1,5 @@
 // paamd — the PAAM accelerator server. `paamd --help` lists the options.
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "server/server.h"
@@ -41,6 +43,11 @@ Serves accelerator requests from local clients by chain priority.
   --poll-us N|always     busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0);
                          always: never sleep (for cores reserved to paamd)
   --dispatcher-cpu N     pin the dispatcher thread
+  --thread-cpus LIST     pin the dispatcher and the workers one per CPU, e.g. 4,5,6,7: the
+                         dispatcher to the first, the workers to the next ones (round the list
+                         if there are more workers); with --poll-us always, a thread that never
+                         sleeps then has its core to itself (cpu backend: its workers stay on
+                         the device core)
   --verbose              log every registration
   --help                 this text
 )";
@@ -63,6 +70,25 @@ double ParseDouble(const char* flag, const char* v) {
   if (end == v || *end != '\0' || !std::isfinite(x) || x < 0)
     Usage(std::string(flag) + " needs a finite non-negative number, got '" + v + "'");
   return x;
+}
+
+// "4,5,6,7" -> {4, 5, 6, 7}; exits with the usage on an empty item, a negative or a non-number.
+std::vector<int> ParseCpuList(const char* flag, const char* v) {
+  std::vector<int> cpus;
+  std::string_view rest = v;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
+    const long cpu = digits ? std::stol(item) : -1;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      Usage(std::string(flag) + " needs CPU numbers (0.." + std::to_string(CPU_SETSIZE - 1) +
+            ") separated by commas, e.g. 4,5,6,7; got '" + v + "'");
+    }
+    cpus.push_back(static_cast<int>(cpu));
+    if (comma == std::string_view::npos) return cpus;
+    rest.remove_prefix(comma + 1);
+  }
 }
 
 }  // namespace
@@ -121,6 +147,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--dispatcher-cpu") {
       o.dispatcher_cpu = static_cast<int>(ParseInt("--dispatcher-cpu", value()));
+    } else if (a == "--thread-cpus") {
+      o.thread_cpus = ParseCpuList("--thread-cpus", value());
     } else if (a == "--verbose" || a == "-v") {
       paam::LogVerbose() = true;
     } else {
@@ -149,9 +177,12 @@ int main(int argc, char** argv) {
   const std::string poll = poll_ns == paam::ServerOptions::kPollAlways
                                ? std::string("always (threads never sleep)")
                                : std::to_string(poll_ns / 1000) + " us";
-  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %s (pid %d)",
+  // Which thread went to which CPU is in the note logged above ("threads pinned to CPUs: ...").
+  std::string pinned;
+  for (int cpu : o.thread_cpus) pinned += (pinned.empty() ? ", threads pinned to CPUs " : ",") + std::to_string(cpu);
+  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %s%s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            o.admission.c_str(), poll.c_str(), static_cast<int>(getpid()));
+            o.admission.c_str(), poll.c_str(), pinned.c_str(), static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -148,6 +149,12 @@ class Server::Impl {
 // Init / Stop
 
 Status Server::Impl::Init() {
+  for (int cpu : options_.thread_cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return Status(Errc::kInvalidArgument, "thread_cpus: CPU " + std::to_string(cpu) + " is not a CPU number (0.." +
+                                                std::to_string(CPU_SETSIZE - 1) + ")");
+    }
+  }
   registry_ = KernelRegistry::WithBuiltins();
   for (const auto& p : options_.plugins) {
     Status s = registry_.LoadPlugin(p);
@@ -207,20 +214,32 @@ Status Server::Impl::Init() {
   if (!listen.ok()) return listen.status();
   listen_fd_ = std::move(listen.value());
 
+  // thread_cpus: the dispatcher takes [0], the workers [1], [2], ... round the list. Workers
+  // that the backend pins to its device core (ReservedCpu) stay there.
+  const int reserved = backend_->ReservedCpu();
+  const std::vector<int>& cpus = options_.thread_cpus;
+  const bool pin_workers = !cpus.empty() && reserved < 0;
+  std::string placement;  // ", w0.0.0 5, w0.1.0 6": worker and CPU, for the note below
   // Workers first, so their notes are known before we report "serving".
   std::atomic<int> ready{0};
   int total = 0;
   for (int u = 0; u < units_; ++u) {
     for (int b = 0; b < buckets_; ++b) {
       for (int lane = 0; lane < backend_->Lanes(b); ++lane) {
+        const int cpu = pin_workers ? cpus[static_cast<size_t>(1 + total) % cpus.size()] : -1;
+        // Names show in `ps -L` / `top -H`: "paamd-w<unit>.<bucket>.<lane>" (15 chars max).
+        const std::string name = "paamd-w" + std::to_string(u) + "." + std::to_string(b) + "." + std::to_string(lane);
+        if (cpu >= 0) placement += ", " + name.substr(6) + " " + std::to_string(cpu);
         ++total;
-        workers_.emplace_back([this, u, b, lane, &ready] {
-          // Names show in `ps -L` / `top -H`: "paamd-w<unit>.<bucket>.<lane>" (15 chars max).
-          const std::string name = "paamd-w" + std::to_string(u) + "." + std::to_string(b) + "." + std::to_string(lane);
+        workers_.emplace_back([this, u, b, lane, cpu, name, &ready] {
           pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-          std::string note;
-          Status s = backend_->PrepareWorker(u, b, lane, &note);
-          if (!s.ok()) note += (note.empty() ? "" : "; ") + s.ToString();
+          // Pinned before the backend prepares the thread, so that what it sets up for the
+          // thread is set up where the thread will run.
+          std::string note = PinThisThread(cpu);
+          std::string backend_note;
+          Status s = backend_->PrepareWorker(u, b, lane, &backend_note);
+          if (!s.ok()) backend_note += (backend_note.empty() ? "" : "; ") + s.ToString();
+          if (!backend_note.empty()) note += (note.empty() ? "" : "; ") + backend_note;
           if (!note.empty()) AddNote("worker unit " + std::to_string(u) + " bucket " + std::to_string(b) + ": " + note);
           ready.fetch_add(1);
           WorkerLoop(u, b, lane);
@@ -229,12 +248,24 @@ Status Server::Impl::Init() {
     }
   }
   while (ready.load() < total) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  // The dispatcher and the control thread stay off the device core of the CPU backend: its
-  // workers may hold it with SCHED_FIFO, and a thread stranded behind them would stall.
-  const int reserved = backend_->ReservedCpu();
-  dispatcher_thread_ = std::thread([this, reserved] {
+  const int dispatcher_cpu = options_.dispatcher_cpu >= 0 ? options_.dispatcher_cpu : cpus.empty() ? -1 : cpus[0];
+  if (!cpus.empty()) {
+    AddNote("threads pinned to CPUs: dispatcher " + std::to_string(dispatcher_cpu) +
+            (pin_workers ? placement
+                         : "; the " + std::string(backend_->name()) + " backend's workers stay on its device core " +
+                               std::to_string(reserved)));
+  }
+  // Unless pinned, the dispatcher and the control thread stay off the device core of the CPU
+  // backend: its workers may hold it with SCHED_FIFO, and a thread stranded behind them would
+  // stall.
+  dispatcher_thread_ = std::thread([this, reserved, dispatcher_cpu] {
     pthread_setname_np(pthread_self(), "paamd-dispatch");
-    AddNote(options_.dispatcher_cpu >= 0 ? PinThisThread(options_.dispatcher_cpu) : KeepThisThreadOff(reserved));
+    if (dispatcher_cpu >= 0) {
+      const std::string note = PinThisThread(dispatcher_cpu);
+      if (!note.empty()) AddNote("dispatcher: " + note);
+    } else {
+      AddNote(KeepThisThreadOff(reserved));
+    }
     if (options_.dispatcher_rt_priority > 0) {
       std::string fifo_note = SetThisThreadFifo(options_.dispatcher_rt_priority);
       if (!fifo_note.empty()) {

@@ -61,6 +61,14 @@ struct ServerOptions {
   size_t queue_capacity = 4096;
   // Pin the dispatcher thread to this CPU (-1: do not pin).
   int dispatcher_cpu = -1;
+  // One CPU per polling thread (empty: pin none): the dispatcher to thread_cpus[0], the
+  // workers in creation order (unit, bucket, lane) to thread_cpus[1], [2], ..., wrapping round
+  // the whole list when there are more workers than entries. With kPollAlways a thread that
+  // never sleeps then never shares its core with another; unpinned, the OS may stack two on
+  // one core and leave the other waiting for a time slice. dispatcher_cpu, when set, still
+  // places the dispatcher. Workers that the backend pins to its device core (CPU backend)
+  // stay there. The control thread is never pinned: it is not on the hot path.
+  std::vector<int> thread_cpus;
   // SCHED_FIFO priority of the dispatcher (0: normal scheduling). Every request passes through
   // the dispatcher, so under real-time executors it must run above them, or a critical chain's
   // request waits until every executor on the dispatcher's core is idle (a priority inversion

@@ -8,14 +8,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "backend/cpu_backend.h"
 #include "common/clock.h"
 #include "common/futex.h"
+#include "common/realtime.h"
 #include "paam/c_api.h"
 #include "paam/client.h"
 #include "protocol/unix_socket.h"
@@ -501,6 +504,89 @@ TEST(Server, PollAlwaysServesAfterIdleAndStops) {
   const uint64_t t0 = NowNs();
   server->Stop();
   EXPECT_LT(NowNs() - t0, 2'000'000'000u) << "polling threads must see the stop flag";
+}
+
+// The CPUs thread `tid` of this process may run on.
+std::vector<int> AffinityOf(pid_t tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(tid, sizeof(set), &set), 0) << std::strerror(errno);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+TEST(Server, ThreadCpusPinTheDispatcherAndLeaveTheCpuBackendsWorkersOnTheDeviceCore) {
+  // thread_cpus = {0}: CPU 0 exists everywhere. The CPU backend pins its workers to the device
+  // core (the last one), so only the dispatcher moves; the note says so. (On two cores an
+  // unpinned dispatcher, kept off the device core, runs on {0} too: the next test, without a
+  // device core, tells the two apart.)
+  if (OnlineCpus() < 2) GTEST_SKIP() << "needs a device core beside CPU 0";
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (!CPU_ISSET(0, &mine) || !CPU_ISSET(OnlineCpus() - 1, &mine)) {
+    GTEST_SKIP() << "this process may not run on CPU 0 and the last CPU";
+  }
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = 2;  // two workers, both to stay on the device core
+  o.thread_cpus = {0};
+  auto s = Server::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Server& server = **s;
+  auto c = Connect(server, 1, {{"vector_add", 64, 64}});
+  ASSERT_NE(c, nullptr);
+  std::vector<float> out;
+  ASSERT_TRUE(VectorAdd(*c, {1}, {2}, &out).ok());
+  EXPECT_EQ(out, (std::vector<float>{3}));
+
+  const pid_t dispatcher = ThreadNamed("paamd-dispatch");
+  ASSERT_NE(dispatcher, 0);
+  EXPECT_EQ(AffinityOf(dispatcher), (std::vector<int>{0}));
+  for (const char* name : {"paamd-w0.0.0", "paamd-w0.1.0"}) {
+    const pid_t worker = ThreadNamed(name);
+    ASSERT_NE(worker, 0) << "no thread named " << name;
+    EXPECT_EQ(AffinityOf(worker), (std::vector<int>{OnlineCpus() - 1})) << name << " left its device core";
+  }
+  bool noted = false;
+  for (const auto& n : server.notes()) noted = noted || n.find("stay on its device core") != std::string::npos;
+  EXPECT_TRUE(noted) << "no note says that the cpu backend's workers were left where they were";
+  c.reset();
+  server.Stop();
+}
+
+TEST(Server, ThreadCpusPinWorkersRoundTheListWhenTheBackendDoesNot) {
+  // Without a device core (device_cpu -2) the workers are paamd's to place: {0} pins the
+  // dispatcher and, wrapping round the one-entry list, every worker to CPU 0.
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (!CPU_ISSET(0, &mine)) GTEST_SKIP() << "this process may not run on CPU 0";
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = 2;
+  o.backend.device_cpu = -2;
+  o.thread_cpus = {0};
+  auto s = Server::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto c = Connect(**s, 1, {{"vector_add", 64, 64}});
+  ASSERT_NE(c, nullptr);
+  std::vector<float> out;
+  ASSERT_TRUE(VectorAdd(*c, {1}, {2}, &out).ok());
+  for (const char* name : {"paamd-dispatch", "paamd-w0.0.0", "paamd-w0.1.0"}) {
+    const pid_t tid = ThreadNamed(name);
+    ASSERT_NE(tid, 0) << "no thread named " << name;
+    EXPECT_EQ(AffinityOf(tid), (std::vector<int>{0})) << name;
+  }
+  c.reset();
+  (*s)->Stop();
+
+  o.socket_path = TempSocket();
+  o.thread_cpus = {0, -1};
+  auto bad = Server::Start(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("-1"), std::string::npos) << bad.status().ToString();
 }
 
 TEST(Server, ClientGetsServerDiedWithinBoundedTime) {
