@@ -282,6 +282,44 @@ def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
             p.parse_args(["--server-poll-us", bad])
 
 
+def test_server_pin_is_passed_only_with_a_core_per_thread(capsys):
+    import argparse
+
+    from paam.eval import common
+
+    p = argparse.ArgumentParser()
+    common.add_server_arguments(p)
+    args = p.parse_args([])
+    assert common.server_poll_args(args, [4, 5, 6], 3) == []
+    assert common.server_pin_label(args) == "not pinned"
+    args = p.parse_args(["--server-pin"])
+    assert common.server_poll_args(args, [4, 5, 6], 3) == ["--thread-cpus", "4,5,6"]
+    assert common.server_pin_label(args) == "one per core"
+    # two paamds on the same cores take their own shares of them
+    assert common.server_poll_args(args, [4, 5, 6], 3, pin_cpus=[6]) == ["--thread-cpus", "6"]
+    args = p.parse_args(["--server-poll-us", "always", "--server-pin"])
+    assert common.server_poll_args(args, [4, 5, 6, 7], 3) == [
+        "--poll-us", "always", "--thread-cpus", "4,5,6,7"]
+    # fewer cores than threads: pinning would put two on one core; ignored, and the summary
+    # (params, label) says so
+    assert common.server_poll_args(args, [4, 5], 3) == []
+    assert args.server_pin is False and common.server_pin_label(args) == "not pinned"
+    out = capsys.readouterr().out
+    assert "--server-pin ignored" in out and "--server-poll-us always ignored" in out
+    # the ignored option stays cleared for the second paamd of case study 2
+    assert common.server_poll_args(args, [4, 5], 3, pin_cpus=[5]) == []
+    assert capsys.readouterr().out == ""
+
+
+def test_paamd_worker_count_follows_its_lanes():
+    from paam.eval import common
+
+    # one per bucket; on cuda the lowest of several buckets has 4 lanes (--be-lanes default)
+    assert common.paamd_workers("cuda", 1) == 1
+    assert common.paamd_workers("cuda", 6) == 9
+    assert common.paamd_workers("cpu", 6) == 6
+
+
 def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
     import os
     import time

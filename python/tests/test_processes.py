@@ -173,3 +173,29 @@ def test_on_one_device_core_a_higher_bucket_overtakes_busy_lower_buckets():
     latencies.sort()
     median = latencies[len(latencies) // 2]
     assert median < 1.5 * kernel_ms, f"high bucket shared the device core: {latencies}"
+
+
+def _affinity_by_thread(pid: int) -> dict[str, str]:
+    """Cpus_allowed_list of each thread of ``pid``, by thread name."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            name = f.read().strip()
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            out[name] = next(line.split()[1] for line in f if line.startswith("Cpus_allowed_list:"))
+    return out
+
+
+def test_thread_cpus_pin_the_dispatcher_and_workers_and_bad_lists_are_refused():
+    # No device core (-2): paamd places its workers too, round the one-entry list, on CPU 0.
+    with paam.testing.start_server(buckets=2, device_cpu=-2,
+                                   extra_args=["--thread-cpus", "0"]) as srv:
+        with paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path) as c:
+            assert c.request("spin", duration_ms=1) >= 1.0
+        threads = _affinity_by_thread(srv.pid)
+        for name in ("paamd-dispatch", "paamd-w0.0.0", "paamd-w0.1.0"):
+            assert threads[name] == "0", threads
+        assert "threads pinned to CPUs: dispatcher 0, w0.0.0 0, w0.1.0 0" in srv.log()
+    for bad in ("0,,1", "-1", "one", "0,"):
+        with pytest.raises(paam.PaamError, match="--thread-cpus needs CPU numbers"):
+            paam.testing.start_server(device_cpu=-2, extra_args=["--thread-cpus", bad])

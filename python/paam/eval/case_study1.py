@@ -574,9 +574,11 @@ def run(args: argparse.Namespace) -> int:
             if m == "PAAM":
                 # --rt: SCHED_FIFO bucket workers (CPU backend) and a dispatcher above them
                 # (any backend; nice -20 where SCHED_FIFO is denied).
-                # polling threads: the dispatcher and one worker per bucket
+                # polling threads: the dispatcher and the workers (one per bucket, and on
+                # cuda one per best-effort lane of the lowest)
                 rt_args = (([] if args.rt == "nice" else ["--rt"])
-                           + common.server_poll_args(args, server_cpus, buckets + 1))
+                           + common.server_poll_args(
+                               args, server_cpus, common.paamd_workers(args.backend, buckets) + 1))
                 if args.server_as_shipped:
                     rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
@@ -726,7 +728,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
     if server_note:
         lines.append(server_note)
     if "PAAM" in methods:
-        lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}; PAAM executors "
+        lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
+                     f"{common.server_pin_label(args)}; PAAM executors "
                      "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
     if args.keep_awake:
         lines.append("--keep-awake: a SCHED_IDLE busy loop on every core (but a polling paamd's) "

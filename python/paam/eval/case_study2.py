@@ -47,11 +47,12 @@ when one is left; the four executor cores (2-5 of the paper's machine) are mappe
 the cores beside the device core: all onto core 0 on a 2-core machine (then the TPU shares the
 GPU's core). ``--scale`` multiplies the run times and segments, not the periods (the KPIs are
 relative to the reference system's periods). ``--wait`` sets how PAAM's callbacks wait for
-paamd (suspend on a futex by default; direct CUDA invocation spins on a completion flag) and
-``--server-poll-us`` paamd's busy-poll window. Writes ``hot_path.csv``, ``bp_period.csv``,
-``paam_stages.csv`` (paamd's stages of every recorded PAAM GPU request, with its chain
-priority), ``summary.csv``, ``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``,
-``fig11b_bp_period.png`` and ``fig11c_drops.png``.
+paamd (suspend on a futex by default; direct CUDA invocation spins on a completion flag),
+``--server-poll-us`` paamd's busy-poll window, ``--server-pin`` whether paamd's threads are
+pinned one per core. Writes ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's
+stages of every recorded PAAM GPU request, with its chain priority), ``summary.csv``,
+``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png`` and
+``fig11c_drops.png``.
 """
 from __future__ import annotations
 
@@ -896,15 +897,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"{label} ...", flush=True)
             t0 = time.monotonic()
             if m == "PAAM":
-                # polling threads: both servers' dispatchers, the GPU server's bucket workers
-                # (the TPU stand-in's worker polls on its own core)
-                rt_args = (([] if args.rt == "nice" else ["--rt"])
-                           + common.server_poll_args(args, pl["server_cpus"], n_buckets + 2))
+                # polling threads: both servers' dispatchers, the GPU server's workers (the
+                # TPU stand-in's worker polls on its own core). --server-pin: the GPU server's
+                # threads on all of paamd's cores but the last, the TPU server's dispatcher there
+                rt = [] if args.rt == "nice" else ["--rt"]
+                cpus = pl["server_cpus"]
+                threads = common.paamd_workers(args.backend, n_buckets) + 2
+                gpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
+                tpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
-                                  extra_args=rt_args, cpus=pl["server_cpus"]) as gpu_srv, \
+                                  extra_args=gpu_args, cpus=cpus) as gpu_srv, \
                         start_server(buckets=1, backend="cpu", device_cpu=pl["tpu_cpu"],
-                                     extra_args=rt_args, cpus=pl["server_cpus"]) as tpu_srv:
+                                     extra_args=tpu_args, cpus=cpus) as tpu_srv:
                     if args.rt == "nice":
                         server_notes = [raise_server_threads(gpu_srv.pid, pl["device_cpu"]),
                                         raise_server_threads(tpu_srv.pid, pl["tpu_cpu"])]
@@ -1049,7 +1054,7 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, paamd poll: "
-             f"{common.server_poll_label(args)}"
+             f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else ""),
              common.machine_line(meta),

@@ -202,6 +202,11 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "never sleep). paamd runs on cores no executor uses, so a long window "
                         "costs those cores only; it spares a request the wake-up of a sleeping "
                         "server thread, which is slow on a VM whose idle vCPUs halt")
+    p.add_argument("--server-pin", action="store_true",
+                   help="pin paamd's dispatcher and workers one per core of paamd's own cores "
+                        "(its --thread-cpus; with --server-poll-us always a never-sleeping "
+                        "thread then never shares a core); ignored when paamd has fewer cores of "
+                        "its own than threads")
 
 
 def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
@@ -220,25 +225,45 @@ def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.N
     return [c for c in cpus if not (polls and c in server_cpus)]
 
 
-def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threads: int) -> list[str]:
-    """paamd arguments for ``--server-poll-us``: none when unset, and none (with a note, and
-    the option cleared so that the summary says so) when fewer cores are left to paamd than it
-    has polling threads (``threads``): polling threads on the executors' cores would take them
-    from the executors, and under --rt's SCHED_FIFO starve them."""
+def paamd_workers(backend: str, buckets: int) -> int:
+    """The worker threads paamd starts per device unit: one per bucket, and with several buckets
+    one per lane of the lowest (paamd's --be-lanes default: 4 on cuda, 1 on cpu)."""
+    return buckets + (3 if backend == "cuda" and buckets > 1 else 0)
+
+
+def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threads: int,
+                     pin_cpus: Sequence[int] | None = None) -> list[str]:
+    """paamd arguments for ``--server-poll-us`` and ``--server-pin``: none when unset, and none
+    (with a note, and the option cleared so that the summary says so) when fewer cores are left
+    to paamd than it has polling threads (``threads``): polling threads on the executors' cores
+    would take them from the executors, and under --rt's SCHED_FIFO starve them; pinned ones
+    would share cores (paamd's --thread-cpus wraps round). ``pin_cpus``: the cores this paamd's
+    threads are pinned to (default: all of ``server_cpus``), for paamds that share them."""
+    extra = []
     poll = getattr(args, "server_poll_us", None)
-    if poll is None:
-        return []
-    if poll != "0" and len(server_cpus) < threads:
+    if poll is not None and poll != "0" and len(server_cpus) < threads:
         print(f"  --server-poll-us {poll} ignored: {len(server_cpus)} core(s) left to paamd for "
               f"{threads} polling threads; paamd keeps its default", flush=True)
         args.server_poll_us = None
-        return []
-    return ["--poll-us", poll]
+    elif poll is not None:
+        extra += ["--poll-us", poll]
+    if getattr(args, "server_pin", False) and len(server_cpus) < threads:
+        print(f"  --server-pin ignored: {len(server_cpus)} core(s) left to paamd for {threads} "
+              "threads; paamd's threads are not pinned", flush=True)
+        args.server_pin = False
+    elif getattr(args, "server_pin", False):
+        cpus = server_cpus if pin_cpus is None else pin_cpus
+        extra += ["--thread-cpus", ",".join(map(str, cpus))]
+    return extra
 
 
 def server_poll_label(args: argparse.Namespace) -> str:
     poll = getattr(args, "server_poll_us", None)
     return "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
+
+
+def server_pin_label(args: argparse.Namespace) -> str:
+    return "one per core" if getattr(args, "server_pin", False) else "not pinned"
 
 
 def threading_native_id() -> int:
