@@ -165,6 +165,8 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert "PiCAS max/p99" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
+    # What paamd said at start (its poll window, pinning, denied settings) is kept.
+    assert any("serving on" in line for line in data["paamd_startup"])
     # The bound's epsilon and rclpy cost come from a separate calibration run, not from the
     # run whose maxima are compared with it.
     assert data["calibration_s"] > 0 and "calibration run" in data["epsilon_from"]
@@ -189,6 +191,8 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
     assert data["params"]["setups"] == "4ST"  # --quick runs 4ST only: MT is not smoke-tested
+    for server in ("gpu", "tpu"):
+        assert any("serving on" in line for line in data["paamd_startup"][server]), server
     duration = data["params"]["duration"]
     # From the later lidar stamp an instance runs at least one lidar callback, one points
     # transformer, the fusing callback, ray ground filter, cluster detector and collision

@@ -566,6 +566,7 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     calibration = calib_run = None
     server_note = ""
+    paamd_said: list[str] = []
     with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp, \
             (common.keep_awake(common.awake_cpus(cpus, server_cpus, args))
              if args.keep_awake else contextlib.nullcontext()):
@@ -592,6 +593,7 @@ def run(args: argparse.Namespace) -> int:
                         calib_run = run_method(keys[m], spec, args, tmp, srv.socket_path, dev,
                                                duration=args.calibration, tag="calibration")
                     results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
+                    paamd_said = common.paamd_startup(srv)
             else:
                 results[m] = run_method(keys[m], spec, args, tmp, None, dev)
 
@@ -660,6 +662,7 @@ def run(args: argparse.Namespace) -> int:
         "kappa_ms": kappa, "calibration_s": args.calibration if calib_run is not None else 0,
         "costs_for_bound": costs, "costs_in_measured_run": costs_in_run,
         "paam_stages_in_run_us": in_run, "server_threads": server_note,
+        "paamd_startup": paamd_said,
         "server_cpus": server_cpus,
         "ros_cost_per_callback_ms": delta,
         "bound_ms": {k: _num(v) for k, v in bound_plain.items()},

@@ -888,6 +888,7 @@ def run(args: argparse.Namespace) -> int:
     n_buckets = len(set(CHAIN_PRIORITY.values()) | set(CONNECTION_PRIORITY.values()))
     results: dict[tuple[str, str], dict] = {}
     server_notes = []
+    paamd_said: dict[str, list[str]] = {}
     runs = [(s, m) for s in setups for m in methods]
     with tempfile.TemporaryDirectory(prefix="paam-eval-cs2-") as tmp, \
             (common.keep_awake(common.awake_cpus(pl["host_cpus"], pl["server_cpus"], args))
@@ -916,6 +917,8 @@ def run(args: argparse.Namespace) -> int:
                     res = run_one(setup, keys[m], args, tmp, {"gpu": gpu_srv.socket_path,
                                                               "tpu": tpu_srv.socket_path},
                                   pl["executor_cpus"], pl, label)
+                    paamd_said = {"gpu": common.paamd_startup(gpu_srv),
+                                  "tpu": common.paamd_startup(tpu_srv)}
             else:
                 res = run_one(setup, keys[m], args, tmp, {}, pl["executor_cpus"], pl, label)
             results[(setup, m)] = res
@@ -972,6 +975,7 @@ def run(args: argparse.Namespace) -> int:
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "placement": pl, "demand": dem,
         "gpu_buckets": n_buckets, "server_threads": server_notes,
+        "paamd_startup": paamd_said,
         "hot_path_run_ms": hot_path_floor(args), "results": summary})
     text = render(summary, setups, methods, meta, args, pl, dem)
     (out / "summary.txt").write_text(text)

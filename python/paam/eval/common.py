@@ -262,6 +262,18 @@ def server_poll_label(args: argparse.Namespace) -> str:
     return "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
 
 
+def paamd_startup(srv) -> list[str]:
+    """What a running paamd said at start (its notes and the "serving on" line: poll window,
+    pinned threads, real-time settings denied), for the summary of the run it served. Read it
+    after the run: paamd accepts clients before it prints the line."""
+    lines = []
+    for line in srv.log().splitlines():
+        lines.append(line)
+        if "serving on" in line:
+            break
+    return lines
+
+
 def server_pin_label(args: argparse.Namespace) -> str:
     return "one per core" if getattr(args, "server_pin", False) else "not pinned"
 

@@ -183,9 +183,11 @@ def analyse(data: dict[int, dict], warmup: int) -> dict:
             "device": common.summarize(dev_us)}
 
 
-def save_raw(path: Path, data: dict[int, dict], cfg: dict, warmup: int) -> None:
-    """Per-iteration start/end/device ns of every unit, with the parameters that made them."""
-    np.savez_compressed(path, params_json=np.array(json.dumps({**cfg, "warmup": warmup})),
+def save_raw(path: Path, data: dict[int, dict], cfg: dict, warmup: int, meta: dict) -> None:
+    """Per-iteration start/end/device ns of every unit, with the parameters that made them and
+    where (``meta``)."""
+    np.savez_compressed(path, params_json=np.array(json.dumps({**cfg, "warmup": warmup,
+                                                               "meta": meta})),
                         **{f"u{u}_{k}": v for u, d in data.items() for k, v in d.items()})
 
 
@@ -344,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
                         data = run_config(config, cfg, srv.socket_path, tmp)
                 else:
                     data = run_config(config, cfg, None, tmp)
-                save_raw(common.out_dir(out / "raw") / f"{config}.npz", data, cfg, warmup)
+                save_raw(common.out_dir(out / "raw") / f"{config}.npz", data, cfg, warmup, meta)
                 raw[config] = join_parts([(data, warmup)])
     return report(raw, meta, {**cfg, "frames_kept": args.iterations - warmup}, warmup, out,
                   not args.no_plots)
@@ -358,6 +360,7 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
     raw: dict[str, dict] = {}
     params: dict | None = None
     parts_of: dict[str, int] = {}
+    runs: list[dict] = []
     for config in configs:
         parts = []
         for d in folders:
@@ -368,7 +371,15 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
             frames = len(next(iter(data.values()))["start"])
             w = args.warmup or (p or {}).get("warmup") or max(20, frames // 100)
             parts.append((data, min(w, frames // 2)))
+            p = p or {}
+            p.setdefault("meta", _summary_meta(f))
+            for k in ("units", "kernel_ms", "period_ms"):
+                if params and k in p and k in params and p[k] != params[k]:
+                    raise SystemExit(f"--from-raw: {f} ran with {k} {p[k]}, an earlier file "
+                                     f"with {params[k]}: such runs cannot be joined")
             params = params or p
+            runs.append({"config": config, "file": str(f), "frames": frames,
+                         "warmup": parts[-1][1], "meta": p.get("meta")})
         if parts:
             raw[config] = join_parts(parts)
             parts_of[config] = len(parts)
@@ -380,12 +391,29 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
     kept = {c: len(next(iter(d.values()))["start"]) for c, d in raw.items()}
     frames = (str(min(kept.values())) if len(set(kept.values())) == 1
               else ", ".join(f"{c} {n}" for c, n in kept.items()))
-    cfg = {**p, "frames_kept": frames, "parts": parts_of,
-           "from_raw": [str(d) for d in folders]}
+    meta = p.pop("meta", None)
+    if meta is None:
+        meta = {**common.machine_meta(p.get("backend", args.backend)),
+                "note": "the raw files say nothing of their machine: this is the machine that "
+                        "analysed them"}
+        print(f"  note: {meta['note']}", flush=True)
+    cfg = {**p, "frames_kept": frames, "parts": parts_of, "runs": runs}
     print(f"paam eval wait-strategies --from-raw: "
           + ", ".join(f"{c} ({parts_of[c]} part(s), {kept[c]} frames)" for c in raw), flush=True)
-    meta = common.machine_meta(p.get("backend", args.backend))
     return report(raw, meta, cfg, 0, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
+
+
+def _summary_meta(raw_file: Path) -> dict | None:
+    """Where a raw file without its own metadata was measured: the summary.json of its run
+    (beside it, or above its raw/ folder), if there is one."""
+    for d in (raw_file.parent, raw_file.parent.parent):
+        f = d / "summary.json"
+        if f.is_file():
+            try:
+                return json.loads(f.read_text()).get("meta")
+            except (OSError, ValueError):
+                return None
+    return None
 
 
 def report(raw: dict[str, dict], meta: dict, cfg: dict, warmup: int, out: Path,
