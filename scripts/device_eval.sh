@@ -8,6 +8,10 @@
 #   OUT=/some/dir EXPERIMENTS="overhead wait-strategies activation case-study-1" scripts/device_eval.sh
 #
 # Per-experiment arguments: $ARGS_<experiment with - as _>, e.g. ARGS_case_study_1="--duration 120".
+#
+# The checkout travels to the GPU machine together with .whl (≈ 40 MB) under a 64 MiB limit:
+# commit raw results gzipped, and large per-request series not at all (docs/results keeps
+# what fits; 2026-11-23: tree ≈ 20 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
