@@ -259,6 +259,14 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
 
 
+def test_gpu_label_puts_the_hosts_gpus_on_one_line():
+    from paam.eval.common import gpu_label
+    assert gpu_label([]) == "unknown"
+    assert gpu_label(["NVIDIA H100 80GB HBM3"]) == "NVIDIA H100 80GB HBM3"
+    assert gpu_label(["NVIDIA H200"] * 2) == "2 x NVIDIA H200"
+    assert gpu_label(["A", "B"]) == "A, B"
+
+
 def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
     import argparse
 

@@ -33,6 +33,15 @@ def out_dir(path: str | os.PathLike) -> Path:
     return p
 
 
+def gpu_label(names: Sequence[str]) -> str:
+    """One line for the host's GPUs: "NVIDIA H100", "2 x NVIDIA H200", "A, B"."""
+    if not names:
+        return "unknown"
+    if len(set(names)) == 1:
+        return names[0] if len(names) == 1 else f"{len(names)} x {names[0]}"
+    return ", ".join(names)
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -56,9 +65,9 @@ def machine_meta(backend: str = "cpu", argv: Sequence[str] | None = None) -> dic
     }
     if backend == "cuda":
         try:
-            gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=10).stdout.strip()
-            meta["gpu"] = gpu or "unknown"
+            names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                   capture_output=True, text=True, timeout=10).stdout.split("\n")
+            meta["gpu"] = gpu_label([n.strip() for n in names if n.strip()])
         except (OSError, subprocess.SubprocessError):
             meta["gpu"] = "unknown"
     try:
