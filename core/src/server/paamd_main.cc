@@ -33,7 +33,8 @@ Serves accelerator requests from local clients by chain priority.
                          any backend: the dispatcher runs above the top bucket (else nice -20)
   --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)
   --dispatcher-priority N  SCHED_FIFO priority of the dispatcher (default: with --rt, one above
-                         the top bucket, at most 99; without --rt, 0 = normal scheduling)
+                         the top bucket, at most 99; without --rt, 0 = normal scheduling);
+                         set it above every client executor that shares its cores
   --plugin PATH          load user kernels from a shared library (repeatable)
   --admission none|analysis   admission control (default: none = admit all, and say so)
   --overhead-ms X        epsilon for the analysis (default: 0.05)
