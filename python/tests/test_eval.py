@@ -259,16 +259,6 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
 
 
-def test_dispatcher_runs_above_every_executor():
-    import argparse
-    from paam.eval.common import dispatcher_priority_args
-    assert dispatcher_priority_args(argparse.Namespace(rt="auto"), 90) == [
-        "--dispatcher-priority", "91"]
-    assert dispatcher_priority_args(argparse.Namespace(rt="fifo"), 99) == [
-        "--dispatcher-priority", "99"]
-    assert dispatcher_priority_args(argparse.Namespace(rt="nice"), 90) == []
-
-
 def test_gpu_label_puts_the_hosts_gpus_on_one_line():
     from paam.eval.common import gpu_label
     assert gpu_label([]) == "unknown"

@@ -574,15 +574,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(methods)}] {m} ...", flush=True)
             if m == "PAAM":
                 # --rt: SCHED_FIFO bucket workers (CPU backend) and a dispatcher above them
-                # and above every executor (any backend; nice -20 where SCHED_FIFO is denied).
+                # (any backend; nice -20 where SCHED_FIFO is denied).
                 # polling threads: the dispatcher and the workers (one per bucket, and on
                 # cuda one per best-effort lane of the lowest)
                 rt_args = (([] if args.rt == "nice" else ["--rt"])
                            + common.server_poll_args(
                                args, server_cpus, common.paamd_workers(args.backend, buckets) + 1))
-                rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped else
-                            common.dispatcher_priority_args(
-                                args, max(e.priority for e in spec.executors.values())))
+                if args.server_as_shipped:
+                    rt_args += ["--dispatcher-priority", "0"]
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
                                   extra_args=rt_args, cpus=server_cpus) as srv:

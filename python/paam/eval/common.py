@@ -234,17 +234,6 @@ def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.N
     return [c for c in cpus if not (polls and c in server_cpus)]
 
 
-def dispatcher_priority_args(args: argparse.Namespace, top_executor_priority: int) -> list[str]:
-    """paamd's dispatcher one SCHED_FIFO level above the most urgent executor (at most 99).
-    paamd --rt's default, one above its top bucket (80 + buckets), is below the case studies'
-    executors (up to 90): where they share the dispatcher's core, a critical chain's request
-    would wait until every executor above the dispatcher is idle (measured on the 2-core VM:
-    dispatch p99 6.5 ms, max 24 ms). Nothing under --rt nice (paamd without --rt)."""
-    if getattr(args, "rt", "auto") == "nice":
-        return []
-    return ["--dispatcher-priority", str(min(99, top_executor_priority + 1))]
-
-
 def paamd_workers(backend: str, buckets: int) -> int:
     """The worker threads paamd starts per device unit: one per bucket, and with several buckets
     one per lane of the lowest (paamd's --be-lanes default: 4 on cuda, 1 on cpu)."""
