@@ -216,6 +216,14 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "(its --thread-cpus; with --server-poll-us always a never-sleeping "
                         "thread then never shares a core); ignored when paamd has fewer cores of "
                         "its own than threads")
+    p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
+                   help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
+                        "default: paamd --rt's, one above its top bucket, 86 with six buckets, "
+                        "which is below executors at 87-90: where they share its core a "
+                        "critical request waits for their CPU work). 91 puts it above every "
+                        "executor; on the 2-core VM that cut epsilon from 9.7 to 0.2 ms, but two "
+                        "of four runs with it hung (an executor's DDS thread spinning at "
+                        "SCHED_FIFO, docs/evaluation.md section 1)")
 
 
 def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
@@ -232,6 +240,16 @@ def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.N
     p99 launch stage in the one case-study-1 run that had them there)."""
     polls = getattr(args, "server_poll_us", None) not in (None, "0")
     return [c for c in cpus if not (polls and c in server_cpus)]
+
+
+def dispatcher_args(args: argparse.Namespace) -> list[str]:
+    """paamd's --dispatcher-priority from the case studies' option (checked 1..99)."""
+    prio = getattr(args, "dispatcher_priority", None)
+    if prio is None:
+        return []
+    if not 1 <= prio <= 99:
+        raise SystemExit(f"--dispatcher-priority {prio}: a SCHED_FIFO priority is 1..99")
+    return ["--dispatcher-priority", str(prio)]
 
 
 def paamd_workers(backend: str, buckets: int) -> int:
