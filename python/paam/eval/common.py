@@ -221,8 +221,8 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "default: paamd --rt's, one above its top bucket, 86 with six buckets, "
                         "which is below executors at 87-90: where they share its core a "
                         "critical request waits for their CPU work). 91 puts it above every "
-                        "executor; on the 2-core VM that cut epsilon from 9.7 to 0.2 ms, but two "
-                        "of four runs with it hung (an executor's DDS thread spinning at "
+                        "executor; on the 2-core VM that cut epsilon from 9.7 to 0.2-0.6 ms, but "
+                        "two of five runs with it hung (an executor's DDS thread spinning at "
                         "SCHED_FIFO, docs/evaluation.md section 1)")
 
 
