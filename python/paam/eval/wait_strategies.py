@@ -172,12 +172,13 @@ def run_config(config: str, cfg: dict, socket: str | None, tmp: str) -> dict[int
 # -- analysis -----------------------------------------------------------------------------------
 
 
-def analyse(data: dict[int, dict], warmup: int) -> dict:
+def analyse(data: dict[int, dict]) -> dict:
+    """Per request, per frame and device-time summaries of ``data`` (warm-up already dropped)."""
     units = sorted(data)
-    exec_us = np.concatenate([(data[u]["end"] - data[u]["start"])[warmup:] / 1e3 for u in units])
-    dev_us = np.concatenate([data[u]["dev"][warmup:] / 1e3 for u in units])
-    starts = np.stack([data[u]["start"][warmup:] for u in units])
-    ends = np.stack([data[u]["end"][warmup:] for u in units])
+    exec_us = np.concatenate(_exec_us(data))
+    dev_us = np.concatenate([data[u]["dev"] / 1e3 for u in units])
+    starts = np.stack([data[u]["start"] for u in units])
+    ends = np.stack([data[u]["end"] for u in units])
     frame_us = (ends.max(axis=0) - starts.min(axis=0)) / 1e3
     return {"request": common.summarize(exec_us), "frame": common.summarize(frame_us),
             "device": common.summarize(dev_us)}
@@ -299,6 +300,11 @@ def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warm
     return {c: out / "parts" / c / "raw" / f"{c}.npz" for c in configs}
 
 
+def _warmup(frames: int, given: int | None) -> int:
+    """Frames dropped at the start of a run: ``given``, else 1% (at least 20); at most half."""
+    return min(given or max(20, frames // 100), frames // 2)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.quick:
         args.iterations = min(args.iterations, 300)
@@ -311,8 +317,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_raw:
         return report_from_raw(args, configs)
     period = args.period_ms or (2 * args.units * args.kernel_ms + 0.5)
-    warmup = args.warmup or max(20, args.iterations // 100)
-    warmup = min(warmup, args.iterations // 2)
+    warmup = _warmup(args.iterations, args.warmup)
     cfg = {"frames": args.iterations, "units": args.units, "kernel_ms": args.kernel_ms,
            "period_ms": period, "backend": args.backend, "hybrid_spin_us": args.hybrid_spin_us,
            "device_cpu": common.device_cpu() if args.backend == "cpu" else -2,
@@ -348,8 +353,8 @@ def run(args: argparse.Namespace) -> int:
                     data = run_config(config, cfg, None, tmp)
                 save_raw(common.out_dir(out / "raw") / f"{config}.npz", data, cfg, warmup, meta)
                 raw[config] = join_parts([(data, warmup)])
-    return report(raw, meta, {**cfg, "frames_kept": args.iterations - warmup}, warmup, out,
-                  not args.no_plots)
+    return report(raw, meta, {**cfg, "frames_kept": args.iterations - warmup, "warmup": warmup},
+                  out, not args.no_plots)
 
 
 def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
@@ -369,8 +374,7 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
                 continue
             data, p = load_raw(f)
             frames = len(next(iter(data.values()))["start"])
-            w = args.warmup or (p or {}).get("warmup") or max(20, frames // 100)
-            parts.append((data, min(w, frames // 2)))
+            parts.append((data, _warmup(frames, args.warmup or (p or {}).get("warmup"))))
             p = p or {}
             p.setdefault("meta", _summary_meta(f))
             for k in ("units", "kernel_ms", "period_ms"):
@@ -397,10 +401,11 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
                 "note": "the raw files say nothing of their machine: this is the machine that "
                         "analysed them"}
         print(f"  note: {meta['note']}", flush=True)
-    cfg = {**p, "frames_kept": frames, "parts": parts_of, "runs": runs}
+    # (each part's warm-up is in "runs"; the joined data has none left to drop)
+    cfg = {**p, "frames_kept": frames, "warmup": 0, "parts": parts_of, "runs": runs}
     print(f"paam eval wait-strategies --from-raw: "
           + ", ".join(f"{c} ({parts_of[c]} part(s), {kept[c]} frames)" for c in raw), flush=True)
-    return report(raw, meta, cfg, 0, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
+    return report(raw, meta, cfg, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
 
 
 def _summary_meta(raw_file: Path) -> dict | None:
@@ -416,11 +421,11 @@ def _summary_meta(raw_file: Path) -> dict | None:
     return None
 
 
-def report(raw: dict[str, dict], meta: dict, cfg: dict, warmup: int, out: Path,
-           plots: bool, wrote_raw: bool = True) -> int:
+def report(raw: dict[str, dict], meta: dict, cfg: dict, out: Path, plots: bool,
+           wrote_raw: bool = True) -> int:
     """Summary files, table and figures of ``raw`` (warm-up frames already dropped)."""
     files = ["summary.csv", "summary.json", "summary.txt"]
-    results = {config: analyse(data, 0) for config, data in raw.items()}
+    results = {config: analyse(data) for config, data in raw.items()}
     rows = []
     for config, r in results.items():
         for scope in ("request", "frame"):
@@ -430,16 +435,16 @@ def report(raw: dict[str, dict], meta: dict, cfg: dict, warmup: int, out: Path,
                          "p2v_us": s["p2v"], "p50_us": s["p50"], "p99_us": s["p99"],
                          "p999_us": s["p999"]})
     common.write_csv(out / "summary.csv", rows)
-    common.write_json(out / "summary.json", {"meta": meta, "params": {**cfg, "warmup": warmup},
+    common.write_json(out / "summary.json", {"meta": meta, "params": cfg,
                                              "results": results})
-    text = render(results, meta, cfg, warmup)
+    text = render(results, meta, cfg)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     note = ""
     if plots:
         try:
-            plot_histograms(raw, 0, out / "histograms.png", cfg)
-            plot_profiles(raw, 0, out / "profiles.png", cfg)
+            plot_histograms(raw, out / "histograms.png", cfg)
+            plot_profiles(raw, out / "profiles.png", cfg)
             files += ["histograms.png", "profiles.png"]
         except Exception as exc:  # noqa: BLE001 - the table is the main output
             note = f" (no plots: {exc})"
@@ -447,7 +452,7 @@ def report(raw: dict[str, dict], meta: dict, cfg: dict, warmup: int, out: Path,
     return 0
 
 
-def render(results: dict, meta: dict, cfg: dict, warmup: int) -> str:
+def render(results: dict, meta: dict, cfg: dict) -> str:
     joined = ", ".join(f"{c}: {n} runs joined" for c, n in cfg.get("parts", {}).items() if n > 1)
     joined = f" ({joined})" if joined else ""
     head = [f"Wait strategies: {cfg['units']} units, {cfg['kernel_ms']} ms kernel, period "
@@ -466,20 +471,20 @@ def render(results: dict, meta: dict, cfg: dict, warmup: int) -> str:
     return "\n".join(head) + common.table(rows, right=range(1, 10)) + "\n" + "\n".join(notes) + "\n"
 
 
-def _exec_us(data: dict, warmup: int) -> list[np.ndarray]:
-    return [(data[u]["end"] - data[u]["start"])[warmup:] / 1e3 for u in sorted(data)]
+def _exec_us(data: dict) -> list[np.ndarray]:
+    return [(data[u]["end"] - data[u]["start"]) / 1e3 for u in sorted(data)]
 
 
-def plot_histograms(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
+def plot_histograms(raw: dict, path: Path, cfg: dict) -> None:
     plt = common.pyplot()
     n = len(raw)
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
-    allv = np.concatenate([np.concatenate(_exec_us(d, warmup)) for d in raw.values()])
+    allv = np.concatenate([np.concatenate(_exec_us(d)) for d in raw.values()])
     hi = float(np.percentile(allv, 99.9)) * 1.3
     lo = float(allv.min()) * 0.9
     bins = np.linspace(lo, hi, 120)
     for ax, (config, data) in zip(axes[:, 0], raw.items()):
-        v = np.concatenate(_exec_us(data, warmup))
+        v = np.concatenate(_exec_us(data))
         ax.hist(np.clip(v, lo, hi), bins=bins, color="#4c9be8" if config.startswith("paam")
                 else "#e8a04c")
         ax.set_yscale("log")
@@ -493,12 +498,12 @@ def plot_histograms(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
     common.save(fig, path)
 
 
-def plot_profiles(raw: dict, warmup: int, path: Path, cfg: dict) -> None:
+def plot_profiles(raw: dict, path: Path, cfg: dict) -> None:
     plt = common.pyplot()
     n = len(raw)
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
     for ax, (config, data) in zip(axes[:, 0], raw.items()):
-        for u, v in enumerate(_exec_us(data, warmup)):
+        for u, v in enumerate(_exec_us(data)):
             ax.plot(np.arange(v.size), v, ".", ms=1.5, alpha=0.6, rasterized=True, label=f"unit {u}")
         ax.set_yscale("log")
         ax.set_ylabel("µs")

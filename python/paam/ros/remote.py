@@ -331,7 +331,7 @@ class RemoteClient:
             raise ClientRetired(self._retired)
         if kernel not in self._kernels:
             raise errors.UnknownKernel(f"'{kernel}' was not declared at registration "
-                                     f"(declared: {', '.join(self._kernels)})")
+                                       f"(declared: {', '.join(self._kernels)})")
         from paam_msgs.msg import Tensor
         msg = self._RemoteRequest()
         msg.client_id = self._client_id
