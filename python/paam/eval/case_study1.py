@@ -169,7 +169,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     # PAAM, at the executor's OS priority, before they exist: threads inherit both from this
     # one, as from `chrt`/`nice` on a C++ executor process. (At nice 0 on a core shared with a
     # best-effort executor, DDS's receive thread would wait for the fair scheduler's slice
-    # before it hands the next callback its message.)
+    # before it hands the next callback its message.) All but DDS's sender thread, which
+    # common.dds_threads_rt leaves at SCHED_OTHER (its docstring says why).
     common.pin_this_thread([cfg["cpu"]])
     if cfg["method"] != "ros2":
         # (the PicasExecutor applies the same to this thread again below, and reports it)
@@ -188,8 +189,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     method = cfg["method"]
     spins = method == "paam" and cfg["wait"] != "suspend"  # the executor spins on paamd
     ctx = Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f"cs1_{cfg['executor']}_{os.getpid()}", context=ctx)
+    with common.dds_threads_rt():  # DDS's threads start with the context and the first node
+        rclpy.init(context=ctx)
+        node = rclpy.create_node(f"cs1_{cfg['executor']}_{os.getpid()}", context=ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     qos = QoSProfile(depth=10)
     kernel_drop = (method != "paam" and cfg["backend"] == "cpu"

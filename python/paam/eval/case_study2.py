@@ -580,7 +580,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         # ... and, for PiCAS and PAAM, at the process's top executor priority: DDS's threads
         # inherit it from this one, as from `chrt`/`nice` on a C++ executor process. (At nice 0
         # beside a nice -20 executor that is busy, DDS's receive thread gets about 1% of the
-        # core, and the next hot-path callback waits for its message.)
+        # core, and the next hot-path callback waits for its message.) All but DDS's sender
+        # thread, which common.dds_threads_rt leaves at SCHED_OTHER (its docstring says why).
         common.apply_rt(max(cfg["priorities"][e] for e in cfg["executors"]), None,
                         mode=cfg["rt"], log=lambda _line: None)
     import rclpy
@@ -588,11 +589,12 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
     ctx = Context()
-    rclpy.init(context=ctx)
-    g = _Graph(cfg, ctx)
-    for ex_name, nodes in cfg["executors"].items():
-        for n in nodes:
-            g.build(BY_NAME[n], ex_name)
+    with common.dds_threads_rt():  # DDS's threads start with the context and the first node
+        rclpy.init(context=ctx)
+        g = _Graph(cfg, ctx)
+        for ex_name, nodes in cfg["executors"].items():
+            for n in nodes:
+                g.build(BY_NAME[n], ex_name)
 
     method, setup = cfg["method"], cfg["setup"]
     executors: dict[str, object] = {}
@@ -1127,7 +1129,7 @@ def plot_latency(results, setups, methods, path: Path, args) -> None:
     keys = _labels(setups, methods)
     data = [results[k]["latency_ms"] if results[k]["latency_ms"].size else np.array([np.nan])
             for k in keys]
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(keys)), 4))
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.3 * len(keys)), 4))
     parts = ax.boxplot(data, whis=(0, 100), patch_artist=True, widths=0.6)
     for patch, (_s, m) in zip(parts["boxes"], keys):
         patch.set_facecolor(common.COLORS[m])
@@ -1138,7 +1140,8 @@ def plot_latency(results, setups, methods, path: Path, args) -> None:
     ax.set_xticks(range(1, len(keys) + 1), [f"{s}\n{m}" for s, m in keys], fontsize=8)
     ax.set_ylabel("hot-path latency (ms, log scale)")
     ax.set_yscale("log")
-    ax.set_title(f"Case study 2 (x{args.scale:g}): hot-path latency (Fig. 11a)\n"
+    ax.set_title(f"Case study 2 (x{args.scale:g}, GPU segment {args.scale * args.gpu_ms:g} ms): "
+                 "hot-path latency (Fig. 11a)\n"
                  "box 25-75%, whiskers min/max (value on top), dotted = run-time floor",
                  fontsize=9)
     common.save(fig, path)
