@@ -259,16 +259,17 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
 
 
-def test_dispatcher_priority_is_passed_to_paamd_when_given():
+def test_dispatcher_priority_defaults_to_one_above_the_most_urgent_executor():
     import argparse
     from paam.eval import common
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
-    assert common.dispatcher_args(p.parse_args([])) == []
-    assert common.dispatcher_args(p.parse_args(["--dispatcher-priority", "91"])) == [
-        "--dispatcher-priority", "91"]
+    assert common.dispatcher_args(p.parse_args([]), 90) == ["--dispatcher-priority", "91"]
+    assert common.dispatcher_args(p.parse_args([]), 99) == ["--dispatcher-priority", "99"]
+    assert common.dispatcher_args(p.parse_args(["--dispatcher-priority", "60"]), 90) == [
+        "--dispatcher-priority", "60"]
     with pytest.raises(SystemExit, match="1..99"):
-        common.dispatcher_args(p.parse_args(["--dispatcher-priority", "100"]))
+        common.dispatcher_args(p.parse_args(["--dispatcher-priority", "100"]), 90)
 
 
 def test_gpu_label_puts_the_hosts_gpus_on_one_line():

