@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from paam.ros.rt import apply_rt, nice_for  # noqa: F401 - nice_for: the eval's name for it
+from paam.ros.rt import apply_rt, dds_threads_rt, nice_for  # noqa: F401 - the eval's names
 
 # -- output -------------------------------------------------------------------------------------
 
@@ -183,85 +183,6 @@ def pin_this_thread(cpus: Iterable[int]) -> bool:
         return True
     except (OSError, AttributeError):
         return False
-
-
-#: Fast DDS's sender threads (``dds.asyn.<participant>.<n>``): left at SCHED_OTHER by
-#: :func:`dds_threads_rt`.
-DDS_SENDER_PREFIX = "dds.asyn"
-
-
-def _thread_ids() -> set[int]:
-    try:
-        return {int(t) for t in os.listdir("/proc/self/task")}
-    except (OSError, ValueError):
-        return set()
-
-
-def _thread_name(tid: int) -> str:
-    try:
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-@contextlib.contextmanager
-def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
-    """Around ``rclpy.init`` and the first node (where Fast DDS starts its threads): every
-    thread started in the block gets the calling thread's SCHED_FIFO/SCHED_RR priority, as it
-    would by inheritance, except Fast DDS's sender threads (``dds.asyn*``), which stay at
-    SCHED_OTHER.
-
-    Why: Fast DDS's ``FlowControllerImpl::run`` (the sender thread) retries a writer's mutex
-    with ``try_lock`` in a loop that neither blocks nor yields. At SCHED_FIFO, with the holder
-    a thread of its own process at the same priority on the same core, the holder never runs
-    again: a livelock that starves every thread at or below that priority on the core
-    (eProsima/Fast-DDS#5272; seen on the 2-core VM in case study 1 with paamd's dispatcher at
-    91, docs/evaluation.md section 1). At SCHED_OTHER any RT holder preempts it. Messages do not
-    wait for it: rmw_fastrtps publishes synchronously (Jazzy's default), so a message is written
-    on the publishing thread; the sender thread only resends and serves discovery.
-
-    How: the caller runs the block at SCHED_OTHER (so every thread started in it inherits
-    SCHED_OTHER, and the sender thread never spins at RT priority); at its end the threads
-    started in the block that are still SCHED_OTHER, but the sender threads, and the caller get
-    the caller's policy and priority back. Threads that existed before the block, and new ones
-    that set their own policy, are left alone. Where the caller is not SCHED_FIFO/SCHED_RR (ROS
-    2's SCHED_OTHER, the nice fallback of a machine that denies SCHED_FIFO, SCHED_IDLE of a
-    best-effort executor) the block runs as is, and its threads inherit the caller's policy and
-    nice value. Never raises. The dict yielded gets, at the block's end, the names of the
-    threads raised (``"raised"``) and left at SCHED_OTHER (``"kept"``).
-    """
-    report: dict[str, list[str]] = {"raised": [], "kept": []}
-    try:
-        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-        # (not with SCHED_RESET_ON_FORK set: then new threads start at SCHED_OTHER anyway)
-        rt = policy in (os.SCHED_FIFO, os.SCHED_RR)
-    except (OSError, AttributeError):
-        rt = False
-    before = _thread_ids() if rt else set()
-    if rt:
-        try:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        except OSError:
-            rt = False  # the caller stays RT, and its threads inherit that as without the block
-    try:
-        yield report
-    finally:
-        if rt:
-            for tid in sorted(_thread_ids() - before):
-                name = _thread_name(tid)
-                try:
-                    if os.sched_getscheduler(tid) != os.SCHED_OTHER:
-                        continue  # it set its own policy
-                    if name.startswith(DDS_SENDER_PREFIX):
-                        report["kept"].append(name)
-                        continue
-                    os.sched_setscheduler(tid, policy, param)
-                    report["raised"].append(name)
-                except OSError:
-                    pass  # it ended, or the machine refused
-            with contextlib.suppress(OSError):
-                os.sched_setscheduler(0, policy, param)
 
 
 def apply_priority(rt_priority: int | None, mode: str = "auto") -> str:

@@ -30,6 +30,11 @@ as long as their priorities lie in 70..90 (paam's configurations use 70..90).
 An invalid SCHED_FIFO priority (EINVAL: outside 1..99) is a configuration error, not a refusal:
 it is reported and not mapped to a nice value.
 
+A process that takes SCHED_FIFO before rclpy starts (as ``chrt`` does to a C++ executor) gives
+Fast DDS's threads that priority too, which is right for the threads that deliver messages and
+can livelock its sender thread on a shared core: create the context and the first node inside
+:func:`dds_threads_rt`, which keeps that one thread at SCHED_OTHER (its docstring says why).
+
 The CPU affinity is applied whenever one is asked for, whatever happens to the priority.
 Nothing here raises because a knob was denied (DESIGN.md: "nothing fails because a machine
 denies them"); :func:`apply_rt` returns an :class:`RtReport` and writes one line saying what was
@@ -37,14 +42,16 @@ applied. No ROS dependency (importable without rclpy).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
 import os
 import threading
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
-__all__ = ["RtReport", "apply_rt", "nice_for", "MODES", "NICE_TOP_PRIORITY"]
+__all__ = ["RtReport", "apply_rt", "dds_threads_rt", "nice_for", "MODES",
+           "NICE_TOP_PRIORITY"]
 
 MODES = ("auto", "fifo", "nice", "none")
 
@@ -236,3 +243,82 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
         else:
             _logger.log(logging.INFO if report.ok else logging.WARNING, line)
     return report
+
+
+#: Fast DDS's sender threads (``dds.asyn.<participant>.<n>``): left at SCHED_OTHER by
+#: :func:`dds_threads_rt`.
+DDS_SENDER_PREFIX = "dds.asyn"
+
+
+def _thread_ids() -> set[int]:
+    try:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+    except (OSError, ValueError):
+        return set()
+
+
+def _thread_name(tid: int) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
+    """Around ``rclpy.init`` and the first node (where Fast DDS starts its threads): every
+    thread started in the block gets the calling thread's SCHED_FIFO/SCHED_RR priority, as it
+    would by inheritance, except Fast DDS's sender threads (``dds.asyn*``), which stay at
+    SCHED_OTHER.
+
+    Why: Fast DDS's ``FlowControllerImpl::run`` (the sender thread) retries a writer's mutex
+    with ``try_lock`` in a loop that neither blocks nor yields. At SCHED_FIFO, with the holder
+    a thread of its own process at the same priority on the same core, the holder never runs
+    again: a livelock that starves every thread at or below that priority on the core
+    (eProsima/Fast-DDS#5272; it hung case study 1 on a 2-core VM, docs/evaluation.md
+    section 1). At SCHED_OTHER any RT holder preempts it. Messages do not
+    wait for it: rmw_fastrtps publishes synchronously (Jazzy's default), so a message is written
+    on the publishing thread; the sender thread only resends and serves discovery.
+
+    How: the caller runs the block at SCHED_OTHER (so every thread started in it inherits
+    SCHED_OTHER, and the sender thread never spins at RT priority); at its end the threads
+    started in the block that are still SCHED_OTHER, but the sender threads, and the caller get
+    the caller's policy and priority back. Threads that existed before the block, and new ones
+    that set their own policy, are left alone. Where the caller is not SCHED_FIFO/SCHED_RR (ROS
+    2's SCHED_OTHER, the nice fallback of a machine that denies SCHED_FIFO, SCHED_IDLE of a
+    best-effort executor) the block runs as is, and its threads inherit the caller's policy and
+    nice value. Never raises. The dict yielded gets, at the block's end, the names of the
+    threads raised (``"raised"``) and left at SCHED_OTHER (``"kept"``).
+    """
+    report: dict[str, list[str]] = {"raised": [], "kept": []}
+    try:
+        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+        # (not with SCHED_RESET_ON_FORK set: then new threads start at SCHED_OTHER anyway)
+        rt = policy in (os.SCHED_FIFO, os.SCHED_RR)
+    except (OSError, AttributeError):
+        rt = False
+    before = _thread_ids() if rt else set()
+    if rt:
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            rt = False  # the caller stays RT, and its threads inherit that as without the block
+    try:
+        yield report
+    finally:
+        if rt:
+            for tid in sorted(_thread_ids() - before):
+                name = _thread_name(tid)
+                try:
+                    if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                        continue  # it set its own policy
+                    if name.startswith(DDS_SENDER_PREFIX):
+                        report["kept"].append(name)
+                        continue
+                    os.sched_setscheduler(tid, policy, param)
+                    report["raised"].append(name)
+                except OSError:
+                    pass  # it ended, or the machine refused
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(0, policy, param)

@@ -1,4 +1,4 @@
-"""paam.eval.common.dds_threads_rt around a real rclpy context and node: Fast DDS's threads at
+"""paam.ros.rt.dds_threads_rt around a real rclpy context and node: Fast DDS's threads at
 the executor's SCHED_FIFO priority, but its sender thread (dds.asyn*) at SCHED_OTHER (the
 docstring says why). In a child process, whose SCHED_FIFO threads die with it."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ except OSError as err:
     print(json.dumps({"skip": str(err)})); sys.exit(0)
 import rclpy
 from rclpy.context import Context
-from paam.eval import common
+from paam.ros.rt import dds_threads_rt
 
 def threads():
     out = {}
@@ -33,7 +33,7 @@ def threads():
 
 ctx = Context()
 before = threads()
-with common.dds_threads_rt() as report:
+with dds_threads_rt() as report:
     rclpy.init(context=ctx, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
     node = rclpy.create_node("dds_threads_test", context=ctx)
 new = {tid: v for tid, v in threads().items() if tid not in before}

@@ -220,3 +220,119 @@ def test_spin_rt_falls_back_to_nice_where_sched_fifo_is_refused(ros_context, den
     assert seen == {"policy": os.SCHED_OTHER, "nice": -15, "cpus": {cpu}}
     assert len(logs) == 1 and "nice -15 (from RT priority 85) instead" in logs[0]
     assert executor.rt_report.policy == "nice"
+
+
+def _named_thread(name: str, started, stop, policy=None):
+    """A thread that names itself ``name`` (its comm, as Fast DDS names its threads), optionally
+    sets its own policy, says its tid through ``started`` and waits for ``stop``."""
+    import ctypes
+    import os
+    import threading
+
+    def body():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+        if policy is not None:
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+        started.put(threading.get_native_id())
+        stop.wait(30)
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t, started.get(timeout=10)
+
+
+def _dds_window(caller_setup):
+    """In a fresh thread (its policy dies with it): ``caller_setup()``, then a SCHED_OTHER thread
+    from before the window, and in ``rt.dds_threads_rt()`` a DDS sender thread, another DDS
+    thread and one that sets SCHED_IDLE itself. Returns the policies, RT priorities and nice
+    values after the window, by name (``caller`` for the calling thread), and the helper's
+    report."""
+    import os
+    import queue
+    import threading
+
+    out, stop = {}, threading.Event()
+
+    def body():
+        if caller_setup() is False:
+            out["skip"] = True
+            return
+        started = queue.Queue()
+        # deliberately SCHED_OTHER, from before the window
+        tids = {"old": _named_thread("old.thread", started, stop, os.SCHED_OTHER)[1]}
+        with rt.dds_threads_rt() as report:
+            out["in_window"] = os.sched_getscheduler(0)
+            tids["asyn"] = _named_thread("dds.asyn.0.0", started, stop)[1]
+            tids["udp"] = _named_thread("dds.udp.7400", started, stop)[1]
+            tids["idle"] = _named_thread("own.idle", started, stop, os.SCHED_IDLE)[1]
+        tids["caller"] = threading.get_native_id()
+        for k, tid in tids.items():
+            out[k] = (os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority,
+                      os.getpriority(os.PRIO_PROCESS, tid))
+        out["report"] = report
+        stop.set()
+    t = threading.Thread(target=body)
+    t.start()
+    t.join(30)
+    stop.set()
+    assert "report" in out or out.get("skip"), "the thread failed"
+    return out
+
+
+def test_dds_threads_get_the_callers_sched_fifo_but_the_sender_thread():
+    import os
+
+    if not hasattr(os, "sched_setscheduler"):
+        pytest.skip("Linux only")
+
+    def fifo():
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(3))
+        except OSError:
+            return False
+    out = _dds_window(fifo)
+    if out.get("skip"):
+        pytest.skip("this machine refuses SCHED_FIFO")
+    assert out["in_window"] == os.SCHED_OTHER  # the threads are born SCHED_OTHER
+    assert out["caller"][:2] == (os.SCHED_FIFO, 3)
+    assert out["udp"][:2] == (os.SCHED_FIFO, 3)  # a new thread: the caller's priority back
+    assert out["asyn"][:2] == (os.SCHED_OTHER, 0)  # the sender thread: never at SCHED_FIFO
+    assert out["old"][:2] == (os.SCHED_OTHER, 0)  # from before the window: left alone
+    assert out["idle"][0] == os.SCHED_IDLE  # set its own policy: left alone
+    assert out["report"] == {"raised": ["dds.udp.7400"], "kept": ["dds.asyn.0.0"]}
+
+
+def test_dds_threads_inherit_the_nice_fallback_as_they_are():
+    import os
+    import threading
+
+    if not hasattr(os, "sched_setscheduler"):
+        pytest.skip("Linux only")
+
+    def nice():  # what apply_rt gives where SCHED_FIFO is denied: SCHED_OTHER at a nice value
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 7)  # raising: always allowed
+    out = _dds_window(nice)
+    assert out["in_window"] == os.SCHED_OTHER
+    for k in ("caller", "udp", "asyn"):
+        assert out[k] == (os.SCHED_OTHER, 0, 7), k
+    assert out["report"] == {"raised": [], "kept": []}
+
+
+def test_dds_threads_never_raises_where_the_policy_calls_fail(monkeypatch):
+    import errno
+    import os
+
+    def refuse(*_args):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+    with rt.dds_threads_rt() as report:  # SCHED_OTHER: nothing to do
+        pass
+    assert report == {"raised": [], "kept": []}
+    monkeypatch.setattr(os, "sched_getscheduler", refuse)
+    with rt.dds_threads_rt() as report:
+        pass
+    assert report == {"raised": [], "kept": []}
+    monkeypatch.setattr(os, "sched_getscheduler", lambda _pid: os.SCHED_FIFO)
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    with rt.dds_threads_rt() as report:  # "FIFO", but the drop is refused
+        pass
+    assert report == {"raised": [], "kept": []}
