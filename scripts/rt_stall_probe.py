@@ -47,6 +47,8 @@ def main() -> int:
     p.add_argument("--priority", type=int, default=90, help="SCHED_FIFO priority (default 90)")
     p.add_argument("--seconds", type=float, default=4.0, help="per duty cycle (default 4)")
     args = p.parse_args()
+    if args.seconds <= 0 or not 1 <= args.priority <= 99:
+        p.error("--seconds must be above 0 and --priority within 1..99")
     if args.cpu not in os.sched_getaffinity(0):
         print(f"rt_stall_probe: CPU {args.cpu} is not available to this process", file=sys.stderr)
         return 2

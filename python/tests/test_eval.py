@@ -264,7 +264,9 @@ def test_dispatcher_priority_defaults_to_one_above_the_most_urgent_executor():
     from paam.eval import common
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
-    assert common.dispatcher_args(p.parse_args([]), 90) == ["--dispatcher-priority", "91"]
+    args = p.parse_args([])
+    assert common.dispatcher_args(args, 90) == ["--dispatcher-priority", "91"]
+    assert args.dispatcher_priority == 91  # the summary's params record what paamd got
     assert common.dispatcher_args(p.parse_args([]), 99) == ["--dispatcher-priority", "99"]
     assert common.dispatcher_args(p.parse_args(["--dispatcher-priority", "60"]), 90) == [
         "--dispatcher-priority", "60"]

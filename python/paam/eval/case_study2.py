@@ -49,7 +49,8 @@ GPU's core). ``--scale`` multiplies the run times and segments, not the periods 
 relative to the reference system's periods). ``--wait`` sets how PAAM's callbacks wait for
 paamd (suspend on a futex by default; direct CUDA invocation spins on a completion flag),
 ``--server-poll-us`` paamd's busy-poll window, ``--server-pin`` whether paamd's threads are
-pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority. Writes ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's
+pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority (default:
+one above E0's). Writes ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's
 stages of every recorded PAAM GPU request, with its chain priority), ``summary.csv``,
 ``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png`` and
 ``fig11c_drops.png``.

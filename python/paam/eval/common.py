@@ -218,7 +218,8 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "its own than threads")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
-                        "default: one above the most urgent executor, 91, so that a critical "
+                        "default: one above the most urgent executor, 91 in the shipped "
+                        "systems, so that a critical "
                         "request never waits for an executor's CPU work where they share a core; "
                         "paamd --rt's own default, one above its top bucket, 86 here, put "
                         "epsilon at 9.7 ms on the 2-core VM: docs/evaluation.md section 1)")
@@ -251,6 +252,7 @@ def dispatcher_args(args: argparse.Namespace, top_executor_priority: int) -> lis
         prio = min(99, top_executor_priority + 1)
     if not 1 <= prio <= 99:
         raise SystemExit(f"--dispatcher-priority {prio}: a SCHED_FIFO priority is 1..99")
+    args.dispatcher_priority = prio  # the summary's params say what paamd got
     return ["--dispatcher-priority", str(prio)]
 
 
