@@ -178,6 +178,17 @@ EXECUTORS = (
 )
 
 
+def executor_ceiling(node: str) -> int:
+    """The most critical chain priority among the callbacks of ``node``'s executor (the 4ST
+    partition, which MT's PicasExecutors share): what ``--request-priority executor`` gives
+    every GPU request made on that executor."""
+    for _name, _cpu, _prio, nodes in EXECUTORS:
+        if node in nodes:
+            return max(callback_priority(n, i)[0] for n in nodes
+                       for i in range(len(BY_NAME[n].run_ms)))
+    raise KeyError(node)
+
+
 def _producer(topic: str) -> str:
     for n in SYSTEM:
         if topic in (n.outputs or (n.name,)):
@@ -310,6 +321,9 @@ class _Graph:
         self.hot: list[tuple[int, int, int, int, int, int]] = []
         self.bp_starts: list[int] = []
         self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
+        # recorded missing samples per subscription, "Node<-topic" (sequence gaps, as counted
+        # into the samples' histories)
+        self.sub_drops: dict[str, int] = {}
         self.excess: list[float] = []
         # per recorded GPU segment: wall time of the request on the executor's thread (ms), and
         # under PAAM paamd's stage timestamps (ns): submitted, dequeued, device start/end,
@@ -383,8 +397,11 @@ class _Graph:
 
     def _work_fn(self, node: str, index: int, run_ms: float, gpu: bool):
         chain_prio, _ = callback_priority(node, index)
+        # paamd ranks the request by this; paam_stages.csv keeps the chain's own priority
+        req_prio = (executor_ceiling(node) if self.method == "paam"
+                    and self.cfg["request_priority"] == "executor" else chain_prio)
         crunch = self._crunch_client()
-        gpu_client = self._gpu_client(chain_prio, f"{node}.{index}") if gpu else None
+        gpu_client = self._gpu_client(req_prio, f"{node}.{index}") if gpu else None
         tpu_client = self._tpu_client(f"{node}.tpu") if (gpu and node == TPU_NODE) else None
         cpu_ms = run_ms * self.scale
         gpu_ms, tpu_ms = self.cfg["gpu_ms"], self.cfg["tpu_ms"]
@@ -444,7 +461,11 @@ class _Graph:
             state["last_in"][topic] = seq
             if seq is None or last is None:
                 return 0
-            return max(0, seq - last - 1)
+            gap = max(0, seq - last - 1)
+            if gap and time.monotonic_ns() >= self.record_from[0]:
+                key = f"{spec.name}<-{topic}"
+                self.sub_drops[key] = self.sub_drops.get(key, 0) + gap
+            return gap
 
         def stamp(hist: dict, miss: int) -> dict:
             state["seq"] += 1
@@ -660,6 +681,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              published=np.asarray([g.published["FrontLidarDriver"],
                                    g.published["RearLidarDriver"]], dtype=np.int64),
              excess=np.asarray(g.excess, dtype=np.float64),
+             sub_drop_keys=np.asarray(sorted(g.sub_drops), dtype=str),
+             sub_drop_counts=np.asarray([g.sub_drops[k] for k in sorted(g.sub_drops)],
+                                        dtype=np.int64),
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
              gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES)),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
@@ -686,7 +710,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gpu_socket": sockets.get("gpu"), "tpu_socket": sockets.get("tpu"), "rt": args.rt,
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
-            "wait": args.wait,
+            "wait": args.wait, "request_priority": args.request_priority,
             "warmup_s": args.warmup, "duration_s": args.duration,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
@@ -717,7 +741,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
             next_note += 30
     hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
-    gpu_wall, gpu_stages = [], []
+    gpu_wall, gpu_stages, sub_drops = [], [], {}
     for p, path, name in procs:
         p.join(max(1.0, finish + 120 - time.monotonic()))
         if p.is_alive():
@@ -732,6 +756,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 bp.append(z["bp_starts"])
             published += z["published"]
             excess.extend(z["excess"].tolist())
+            for k, n in zip(z["sub_drop_keys"].tolist(), z["sub_drop_counts"].tolist()):
+                sub_drops[k] = sub_drops.get(k, 0) + int(n)
             if "gpu_wall" in z.files:
                 gpu_wall.extend(z["gpu_wall"].tolist())
                 gpu_stages.append(z["gpu_stages"])
@@ -743,6 +769,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "latency_to_start_ms": hot_a[:, 5] / 1e6,
             "hops_ms": np.where(hot_a[:, 6:] == _NO_STAMP, np.nan, hot_a[:, 6:] / 1e6),
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
+            "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
             "gpu_segment_ms": gpu_wall,
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
@@ -779,6 +806,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", default="suspend", choices=["suspend", "hybrid", "spin"],
                    help="how PAAM's callbacks wait for paamd's answer (default suspend; the "
                         "direct CUDA baselines spin on a completion flag)")
+    p.add_argument("--request-priority", default="chain", choices=["chain", "executor"],
+                   help="the priority paamd ranks a PAAM GPU request by: its callback's chain "
+                        "priority (default, the paper's rule), or the most critical chain "
+                        "priority of the callback's executor (an executor-wide ceiling: a "
+                        "less critical callback's request then cannot keep the executor, and "
+                        "the critical callbacks waiting on it, behind other executors' work)")
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
     p.add_argument("--quick", action="store_true",
@@ -943,12 +976,14 @@ def run(args: argparse.Namespace) -> int:
                        "mean_per_instance": float(drops.mean()) if drops.size else float("nan"),
                        "histogram": {str(int(k)): int(v) for k, v in
                                      zip(*np.unique(drops, return_counts=True))}},
+             "drops_by_subscription": r.get("sub_drops", {}),
              "lidar_samples": {"front": r["published"][0], "rear": r["published"][1],
                                "expected_each": int(args.duration * 1e3 // 100)},
              "rt": r["rt"],
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
+             "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
              "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"])}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
@@ -995,6 +1030,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hot_subscription(key: str) -> bool:
+    node, _, topic = key.partition("<-")
+    return node in HOT_PATH and topic in HOT_PATH
+
+
 def _skipped(lidar: dict) -> str:
     exp = lidar.get("expected_each")
     if exp is None:
@@ -1019,6 +1059,14 @@ def _stage_durations(stages) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES))
     ok = (a[:, 1:] > 0).all(axis=1)
     return a[ok, 0], np.diff(a[ok, 1:], axis=1)
+
+
+def _request_by_priority(stages) -> dict:
+    """Whole PAAM GPU requests (submitted -> client woken, ms) per chain priority."""
+    prios, d = _stage_durations(stages)
+    total = d.sum(axis=1) / 1e6 if d.size else np.zeros(0)
+    return {str(int(p)): common.summarize(total[prios == p])
+            for p in sorted(set(prios.tolist()), reverse=True)}
 
 
 def _stage_summary(stages) -> dict:
@@ -1058,10 +1106,15 @@ def _stage_rows(setup: str, method: str, stages) -> list[dict]:
             for p, row in zip(prios, d)]
 
 
+_REQUEST_PRIORITY_LABEL = {"chain": "the chain's priority",
+                           "executor": "the executor's top chain priority"}
+
+
 def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
-             f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, paamd poll: "
+             f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
+             f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else ""),
@@ -1108,6 +1161,22 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
             if st and next(iter(st.values()))["n"]:
                 line += " | " + ", ".join(f"{k} {common.fmt(v['mean'], 3)}" for k, v in st.items())
             lines.append(line)
+    lines.append("PAAM GPU request by chain priority (submitted -> woken, ms: n, p50 / p99 / max)")
+    for s in setups:
+        for m in methods:
+            by = summary[s][m].get("paam_gpu_request_ms_by_chain_priority")
+            if by:
+                lines.append(f"  {s} {m}: " + ", ".join(
+                    f"{p}: {v['n']}, {common.fmt(v['p50'])} / {common.fmt(v['p99'])} / "
+                    f"{common.fmt(v['max'])}" for p, v in by.items()))
+    lines.append("dropped samples by subscription (node<-topic, whole recorded run; * hot path)")
+    for s in setups:
+        for m in methods:
+            sd = summary[s][m].get("drops_by_subscription")
+            if sd is not None:
+                lines.append(f"  {s} {m}: " + (", ".join(
+                    f"{k}{'*' if _hot_subscription(k) else ''} {v}" for k, v in sd.items())
+                    or "none"))
     lines.append("hot path by hop (ms: median / mean of the slowest 1% of instances)")
     for s in setups:
         for m in methods:
