@@ -654,7 +654,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for chain, row in zip(r["stage_chain"], r["stages_us"]):
             stage_rows.append({"run": run_name, "chain": chain,
-                               **{f"{k.replace(' ', '_')}_us": round(float(v), 3)
+                               **{f"{k.replace(' ', '_')}_us": round(float(v), 1)
                                   for k, v in zip(STAGES, row)}})
     if stage_rows:
         common.write_csv(out / "paam_stages.csv", stage_rows)

@@ -1102,7 +1102,7 @@ def _stage_rows(setup: str, method: str, stages) -> list[dict]:
     duration of each stage (us)."""
     prios, d = _stage_durations(stages)
     return [{"setup": setup, "method": method, "chain_priority": int(p),
-             **{f"{n}_us": round(float(x) / 1e3, 3) for n, x in zip(_STAGE_NAMES, row)}}
+             **{f"{n}_us": round(float(x) / 1e3, 1) for n, x in zip(_STAGE_NAMES, row)}}
             for p, row in zip(prios, d)]
 
 
