@@ -182,6 +182,11 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
 
 
+def cs2_system():
+    from paam.eval.case_study2 import SYSTEM
+    return SYSTEM
+
+
 def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
@@ -242,6 +247,17 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert len(stages) - 1 == dev["n"]
     prios = {int(line.split(",")[2]) for line in stages[1:]}
     assert len(prios) > 1 and all(line.startswith("4ST,PAAM,") for line in stages[1:])
+    by_prio = data["results"]["4ST"]["PAAM"]["paam_gpu_request_ms_by_chain_priority"]
+    assert {int(p) for p in by_prio} == prios
+    assert sum(v["n"] for v in by_prio.values()) == dev["n"]
+    # dropped samples per subscription: "node<-topic" of the graph, positive counts
+    topics = {t for n in cs2_system() for t in (n.outputs or (n.name,))}
+    for method in methods:
+        for key, n in data["results"]["4ST"][method]["drops_by_subscription"].items():
+            node, _, topic = key.partition("<-")
+            assert node in {n.name for n in cs2_system()} and topic in topics, key
+            assert isinstance(n, int) and n > 0, (key, n)
+    assert "dropped samples by subscription" in r.stdout
     # hot_path.csv places each instance's hot-path callbacks in time: ends in path order
     head = rows[0].split(",")
     last = rows[-1].split(",")
@@ -365,3 +381,50 @@ def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_case_study_2_request_priority_is_the_chains_or_its_executors_top():
+    from paam.eval import case_study2 as cs2
+    # chain: the callback's own chain; the cluster detector's second connection is the
+    # cluster-settings chain (40) although the node is on the hot path (100)
+    assert cs2.request_priority("EuclideanClusterDetector", 0, "chain") == 100
+    assert cs2.request_priority("EuclideanClusterDetector", 1, "chain") == 40
+    assert cs2.request_priority("IntersectionOutput", 0, "chain") == 40
+    # executor: the most critical chain of the callback's (4ST) executor
+    assert cs2.request_priority("EuclideanClusterDetector", 1, "executor") == 100  # E0
+    assert cs2.request_priority("LanePlanner", 0, "executor") == 90                # E1
+    assert cs2.request_priority("PointCloudMap", 0, "executor") == 70              # E2
+    assert cs2.request_priority("IntersectionOutput", 0, "executor") == 50         # E3
+    # never below the chain's own
+    for ex, _cpu, _prio, nodes in cs2.EXECUTORS:
+        for n in nodes:
+            for i in range(len(cs2.BY_NAME[n].run_ms)):
+                assert (cs2.request_priority(n, i, "executor")
+                        >= cs2.request_priority(n, i, "chain")), (ex, n, i)
+    with pytest.raises(ValueError, match="request priority mode"):
+        cs2.request_priority("LanePlanner", 0, "process")
+
+
+def test_case_study_2_times_paam_requests_per_chain_priority():
+    import numpy as np
+    from paam.eval import case_study2 as cs2
+    k = len(cs2._STAGES)
+
+    def row(prio, total_ns):  # stamps 1 us apart, the last stage taking the rest
+        stamps = [1000 * (i + 1) for i in range(k - 1)]
+        return [prio, *stamps, stamps[-1] + total_ns - 1000 * (k - 2)]
+    stages = np.array([row(100, 2_000_000), row(100, 4_000_000), row(40, 9_000_000),
+                       [40] + [0] * k])  # a request with a stamp missing is left out
+    by = cs2._request_by_priority(stages)
+    assert list(by) == ["100", "40"]  # most critical first
+    assert by["100"]["n"] == 2 and by["40"]["n"] == 1
+    assert by["100"]["max"] == pytest.approx(4.0) and by["40"]["p50"] == pytest.approx(9.0)
+    assert cs2._request_by_priority(np.zeros((0, 1 + k), dtype=np.int64)) == {}
+
+
+def test_case_study_2_marks_hot_path_subscriptions():
+    from paam.eval import case_study2 as cs2
+    assert cs2._hot_subscription("PointCloudFusion<-PointsTransformerRear")
+    assert cs2._hot_subscription("EuclideanClusterDetector<-RayGroundFilter")
+    assert not cs2._hot_subscription("EuclideanClusterDetector<-EuclideanClusterSettings")
+    assert not cs2._hot_subscription("BehaviorPlanner<-ObjectCollisionEstimator")

@@ -189,6 +189,16 @@ def executor_ceiling(node: str) -> int:
     raise KeyError(node)
 
 
+def request_priority(node: str, index: int, mode: str) -> int:
+    """The priority a PAAM GPU request of callback ``index`` of ``node`` carries to paamd under
+    ``--request-priority mode``."""
+    if mode == "chain":
+        return callback_priority(node, index)[0]
+    if mode == "executor":
+        return executor_ceiling(node)
+    raise ValueError(f"request priority mode {mode!r}: expected chain or executor")
+
+
 def _producer(topic: str) -> str:
     for n in SYSTEM:
         if topic in (n.outputs or (n.name,)):
@@ -398,8 +408,8 @@ class _Graph:
     def _work_fn(self, node: str, index: int, run_ms: float, gpu: bool):
         chain_prio, _ = callback_priority(node, index)
         # paamd ranks the request by this; paam_stages.csv keeps the chain's own priority
-        req_prio = (executor_ceiling(node) if self.method == "paam"
-                    and self.cfg["request_priority"] == "executor" else chain_prio)
+        req_prio = (request_priority(node, index, self.cfg["request_priority"])
+                    if self.method == "paam" else chain_prio)
         crunch = self._crunch_client()
         gpu_client = self._gpu_client(req_prio, f"{node}.{index}") if gpu else None
         tpu_client = self._tpu_client(f"{node}.tpu") if (gpu and node == TPU_NODE) else None
