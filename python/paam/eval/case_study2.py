@@ -50,10 +50,13 @@ relative to the reference system's periods). ``--wait`` sets how PAAM's callback
 paamd (suspend on a futex by default; direct CUDA invocation spins on a completion flag),
 ``--server-poll-us`` paamd's busy-poll window, ``--server-pin`` whether paamd's threads are
 pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority (default:
-one above E0's). Writes ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's
-stages of every recorded PAAM GPU request, with its chain priority), ``summary.csv``,
-``summary.json``, ``summary.txt``, ``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png`` and
-``fig11c_drops.png``.
+one above E0's), ``--request-priority`` what paamd ranks a GPU request by (its chain's priority,
+the paper's rule and the default, or its executor's most critical chain priority: measured
+worse on the H100, docs/evaluation.md). Counts every subscription's missing samples
+(``drops_by_subscription``) and times PAAM's GPU requests per chain priority. Writes
+``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's stages of every recorded PAAM
+GPU request, with its chain priority), ``summary.csv``, ``summary.json``, ``summary.txt``,
+``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png`` and ``fig11c_drops.png``.
 """
 from __future__ import annotations
 
