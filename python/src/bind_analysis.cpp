@@ -37,6 +37,10 @@ void BindAnalysis(nb::module_& m) {
       .value("MIN", rta::HandlingBound::kMin, "min(Lemma 2, Lemma 3): the PAAM analysis")
       .value("PER_SEGMENT", rta::HandlingBound::kPerSegment, "Lemma 2 only")
       .value("PER_CHAIN", rta::HandlingBound::kPerChain, "Lemma 3 only");
+  nb::enum_<rta::Blocking>(r, "Blocking")
+      .value("CPU", rta::Blocking::kCpu, "a lower-priority callback's CPU WCET (ANALYSIS.md)")
+      .value("CALLBACK", rta::Blocking::kCallback,
+             "its CPU WCET plus its accelerator segments' handling time");
 
   nb::class_<rta::Accelerator>(r, "Accelerator")
       .def(nb::init<>())
@@ -78,6 +82,7 @@ void BindAnalysis(nb::module_& m) {
   nb::class_<rta::Options>(r, "Options")
       .def(nb::init<>())
       .def_rw("handling", &rta::Options::handling)
+      .def_rw("blocking", &rta::Options::blocking)
       .def_rw("stop_at_deadline", &rta::Options::stop_at_deadline);
 
   nb::class_<rta::SubChainResult>(r, "SubChainResult")

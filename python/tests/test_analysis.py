@@ -523,3 +523,34 @@ def test_plan_of_an_infeasible_chain_tries_a_split_and_still_writes_a_valid_file
     assert run_cli("analyze", str(out)) == 1
     spec = load_system(out)
     assert all(cb.executor in spec.executors for cb in spec.chains[0].callbacks)
+
+
+def test_blocking_by_callback_charges_a_lower_callbacks_accelerator_requests(tmp_path, capsys):
+    # H and L share executor e; L's callback holds it through its 10 ms GPU request.
+    path = write(tmp_path, """\
+        accelerators: {gpu0: {buckets: 1, overhead: 0.5}}
+        executors: {e: {cpu: 0, priority: 90}}
+        chains:
+          - {name: H, priority: 2, period: 100,
+             callbacks: [{name: h1, executor: e, wcet: 1}]}
+          - {name: L, priority: 1, period: 200,
+             callbacks: [{name: l1, executor: e, wcet: 2,
+                          segments: [{accelerator: gpu0, wcet: 10}]}]}
+        """, "shared.yaml")
+    spec = load_system(path)
+    # ANALYSIS.md as written: B_H = L's CPU WCET 2, R_H = 3.
+    assert analyze(spec).chain("H").wcrt == pytest.approx(3.0)
+    # Callback: B_H = 2 + 10 (nothing above L on gpu0 but H, which has no segment) + 0.5.
+    h = analyze(spec, blocking="callback").chain("H")
+    assert h.blocking == pytest.approx(12.5) and h.wcrt == pytest.approx(13.5)
+    assert analyze(spec, blocking="callback").chain("L").wcrt == pytest.approx(
+        analyze(spec).chain("L").wcrt)
+    with pytest.raises(InputError, match="blocking"):
+        analyze(spec, blocking="segments")
+    # The command line: a deadline of 10 passes as written and fails with --blocking callback.
+    data = yaml.safe_load(path.read_text())
+    data["chains"][0]["deadline"] = 10
+    tight = write(tmp_path, yaml.safe_dump(data), "tight.yaml")
+    assert run_cli("analyze", str(tight)) == 0
+    assert run_cli("analyze", "--blocking", "callback", str(tight)) == 1
+    capsys.readouterr()

@@ -172,6 +172,37 @@ TEST(Buckets, DownSamplingFloorOfRankTimesNOverN) {
   EXPECT_EQ(AssignBuckets(s)[0], (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, -1}));
 }
 
+// Blocking::kCallback: a lower chain's callback on the executor blocks for as long as it holds
+// it, i.e. with its accelerator requests (Lemma 2 at its own priority, plus epsilon each).
+TEST(Blocking, CallbackModeChargesTheLowerCallbacksRequests) {
+  System s = MakeSystem(1, /*overhead=*/0.5);
+  int ex = AddExecutor(s, 0, 90);
+  int h = AddChain(s, "H", 3, 100, {{ex, 1, {}}});
+  int l = AddChain(s, "L", 1, 200, {{ex, 2, {10}}});
+  int g = AddChain(s, "G", 2, 100, {{AddExecutor(s, 1, 90), 1, {3}}});  // other CPU, HP on acc
+  Options callback;
+  callback.blocking = Blocking::kCallback;
+  Report cpu = MustAnalyze(s);
+  Report cb = MustAnalyze(s, callback);
+  // CPU mode (ANALYSIS.md): B_H = L's E = 2; R_H = 2 + 1 = 3.
+  EXPECT_NEAR(cpu.chains[h].blocking, 2.0, kTol);
+  EXPECT_NEAR(cpu.chains[h].wcrt, 3.0, kTol);
+  // Callback mode: L's segment, Lemma 2 with hps = {G's 3, T 100} and no lower chain in the
+  //   bucket: 10 -> 10 + (ceil(0.1)+1)*3 = 16 -> 10 + (ceil(0.16)+1)*3 = 16 (fixed).
+  //   Hold = E 2 + 16 + epsilon 0.5 = 18.5 = B_H; R_H = 18.5 + 1 = 19.5.
+  EXPECT_NEAR(cb.chains[h].blocking, 18.5, kTol);
+  EXPECT_NEAR(cb.chains[h].wcrt, 19.5, kTol);
+  // Nothing below L, and G is on its own executor: their bounds are the same in both modes.
+  EXPECT_NEAR(cb.chains[l].wcrt, cpu.chains[l].wcrt, kTol);
+  EXPECT_NEAR(cb.chains[g].wcrt, cpu.chains[g].wcrt, kTol);
+  // A lower callback without segments blocks with its E alone in both modes.
+  System t = MakeSystem(1, 0.5);
+  int ex2 = AddExecutor(t, 0, 90);
+  int h2 = AddChain(t, "H", 2, 100, {{ex2, 1, {}}});
+  AddChain(t, "L", 1, 200, {{ex2, 4, {}}});
+  EXPECT_NEAR(MustAnalyze(t, callback).chains[h2].blocking, 4.0, kTol);
+}
+
 TEST(Buckets, BlockingOnlyWithinTheBucketAndPreemptionInflation) {
   System s = MakeSystem(/*buckets=*/2, /*overhead=*/0.1, /*preemption=*/0.5);
   int x = AddChain(s, "X", 3, 100, {{AddExecutor(s, 0, 90), 1, {2}}});

@@ -87,6 +87,7 @@ struct SubChain {
   int last = 0;
   double cpu = 0.0;        // E
   double max_callback = 0.0;  // largest E_j (what it blocks a higher-priority chain with)
+  double max_hold = 0.0;      // largest E_j + its segments' Lemma 2 handling + epsilon each
   int segments = 0;        // delta
   double overhead = 0.0;   // sum of epsilon over its segments (= delta*epsilon, one accelerator)
   // Lemma 2 terms of its own segments: sum over segments of A* + B (start of Lemma 3) and the
@@ -183,6 +184,7 @@ void Analyzer::Prepare() {
     const int c = s.chain;
     std::set<int> used;
     for (int i = s.first; i <= s.last; ++i) {
+      double hold = sys_.chains[c].callbacks[i].wcet;
       for (const Segment& seg : sys_.chains[c].callbacks[i].segments) {
         const int a = seg.accelerator;
         used.insert(a);
@@ -196,8 +198,11 @@ void Analyzer::Prepare() {
         s.own_plus_blocking += a_star + blocking;
         // Iterated to its fixed point even past the deadline: H^seg is also what a spinning
         // executor of higher OS priority charges chains analysed before this one.
-        s.h_seg += Lemma2Segment(c, a, a_star, blocking);
+        const double h = Lemma2Segment(c, a, a_star, blocking);
+        s.h_seg += h;
+        hold += h + sys_.accelerators[a].overhead;
       }
+      s.max_hold = std::max(s.max_hold, hold);
     }
     for (int h = 0; h < static_cast<int>(sys_.chains.size()); ++h) {
       if (!Higher(c, h)) continue;
@@ -227,7 +232,8 @@ void Analyzer::AnalyseSubChain(int index, SubChainResult& out) {
   const int c = s.chain;
   const Executor& ex = sys_.executors[s.executor];
 
-  // B_c (Lemma 4): the longest callback of a lower-priority chain on the same executor.
+  // B_c (Lemma 4): the longest callback of a lower-priority chain on the same executor (with
+  // Blocking::kCallback, for as long as it holds the executor, its requests included).
   double blocking = 0.0;
   std::vector<Demand> hp;   // same executor, higher chain priority: E_h + H*_h per job
   for (int o : executor_subs_[s.executor]) {
@@ -236,7 +242,8 @@ void Analyzer::AnalyseSubChain(int index, SubChainResult& out) {
     if (Higher(c, other.chain)) {
       hp.push_back({sys_.chains[other.chain].period, other.cpu + other.h_star_final});
     } else {
-      blocking = std::max(blocking, other.max_callback);
+      blocking = std::max(blocking, opt_.blocking == Blocking::kCallback ? other.max_hold
+                                                                         : other.max_callback);
     }
   }
   // hpp: executors of higher OS priority on the same CPU: E_h + spin(Gamma_h) per job.

@@ -37,8 +37,20 @@ enum class HandlingBound : uint8_t {
   kPerChain = 2,      // Lemma 3 only
 };
 
+// What a callback of a lower-priority chain on the same executor blocks a chain with (B_c).
+enum class Blocking {
+  // ANALYSIS.md's Lemma 4 / Theorem 1 as written: its CPU WCET E_j.
+  kCpu,
+  // E_j plus the handling time of the callback's accelerator segments (Lemma 2 at its own
+  // chain's priority, plus epsilon each): the single-threaded, non-preemptive executor stays
+  // with a callback until its requests complete, spinning or suspended. Safe where ANALYSIS.md
+  // is optimistic (docs/analysis.md, "Blocking while a lower-priority callback waits").
+  kCallback,
+};
+
 struct Options {
   HandlingBound handling = HandlingBound::kMin;
+  Blocking blocking = Blocking::kCpu;
   // Stop a fixed-point iteration as soon as R > D (ANALYSIS.md). With false, iterate on to
   // the fixed point so an unschedulable chain reports its real bound (kInfinity when the
   // iteration diverges); used to say by how much a chain misses.
@@ -52,6 +64,7 @@ struct SubChainResult {
   int last_callback = 0;      // inclusive
   double wcrt = 0.0;          // R of the sub-chain
   double blocking = 0.0;      // B: longest callback of a lower-priority chain on the executor
+                              // (CPU only, or with its accelerator handling: Options::blocking)
   double own_cpu = 0.0;       // E: sum of the callbacks' CPU WCETs
   double handling = 0.0;      // H*: accelerator handling incl. delta*epsilon (at wcrt)
   double handling_per_segment = 0.0;  // Lemma 2's H^seg (without delta*epsilon)

@@ -128,12 +128,16 @@ def to_core(spec: SystemSpec):
     return system
 
 
-def analyze(spec: SystemSpec, *, handling: str = "min",
+def analyze(spec: SystemSpec, *, handling: str = "min", blocking: str = "cpu",
             stop_at_deadline: bool = True) -> Analysis:
     """Bounds of every chain of ``spec``.
 
     :param handling: ``"min"`` (the PAAM analysis), ``"per-segment"`` (Lemma 2 only) or
         ``"per-chain"`` (Lemma 3 only).
+    :param blocking: what a lower-priority chain's callback on the same executor blocks with:
+        ``"cpu"``, its CPU WCET (ANALYSIS.md as written), or ``"callback"``, its CPU WCET plus
+        its accelerator segments' handling time (safe when such a callback uses an
+        accelerator; docs/analysis.md).
     :param stop_at_deadline: stop each iteration as soon as it passes the deadline (the
         analysis as specified); ``False`` iterates on, so a missing chain shows its real bound.
     :raises InputError: the description is malformed.
@@ -143,6 +147,9 @@ def analyze(spec: SystemSpec, *, handling: str = "min",
     options.handling = {"min": rta.HandlingBound.MIN,
                         "per-segment": rta.HandlingBound.PER_SEGMENT,
                         "per-chain": rta.HandlingBound.PER_CHAIN}[handling]
+    if blocking not in ("cpu", "callback"):
+        raise InputError(f"blocking {blocking!r}: expected 'cpu' or 'callback'")
+    options.blocking = {"cpu": rta.Blocking.CPU, "callback": rta.Blocking.CALLBACK}[blocking]
     options.stop_at_deadline = stop_at_deadline
     try:
         report = rta.analyze(to_core(spec), options)

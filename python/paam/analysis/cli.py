@@ -27,6 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bound", choices=("min", "per-segment", "per-chain"), default="min",
                    help="accelerator handling-time bound: min of Lemmas 2 and 3 (default), or "
                         "one lemma alone")
+    p.add_argument("--blocking", choices=("cpu", "callback"), default="cpu",
+                   help="what a lower-priority callback on the same executor blocks a chain "
+                        "with: its CPU WCET (default, ANALYSIS.md as written) or its CPU WCET "
+                        "plus its accelerator segments' handling time (safe when executors "
+                        "share chains that use accelerators; docs/analysis.md)")
     p.add_argument("--full", action="store_true",
                    help="iterate past the deadline so a missing chain shows its real bound "
                         "(the verdicts do not change)")
@@ -90,7 +95,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from paam.analysis.report import chain_table, summary
     try:
         spec = load_system(args.file)
-        result = analyze(spec, handling=args.bound, stop_at_deadline=not args.full)
+        result = analyze(spec, handling=args.bound, blocking=args.blocking,
+                         stop_at_deadline=not args.full)
     except InputError as exc:
         return _error(str(exc))
     if args.json:
