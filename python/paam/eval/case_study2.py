@@ -1119,6 +1119,18 @@ def _stage_rows(setup: str, method: str, stages) -> list[dict]:
             for p, row in zip(prios, d)]
 
 
+def _per_run(lines: list, summary, setups, methods, key: str, title: str, fmt) -> None:
+    """A titled block of summary.txt: one line per run holding ``key``, ``fmt``-ed (None: no
+    line)."""
+    lines.append(title)
+    for s in setups:
+        for m in methods:
+            value = summary[s][m].get(key)
+            text = fmt(value) if value is not None else None
+            if text is not None:
+                lines.append(f"  {s} {m}: {text}")
+
+
 _REQUEST_PRIORITY_LABEL = {"chain": "the chain's priority",
                            "executor": "the executor's top chain priority"}
 
@@ -1174,30 +1186,20 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
             if st and next(iter(st.values()))["n"]:
                 line += " | " + ", ".join(f"{k} {common.fmt(v['mean'], 3)}" for k, v in st.items())
             lines.append(line)
-    lines.append("PAAM GPU request by chain priority (submitted -> woken, ms: n, p50 / p99 / max)")
-    for s in setups:
-        for m in methods:
-            by = summary[s][m].get("paam_gpu_request_ms_by_chain_priority")
-            if by:
-                lines.append(f"  {s} {m}: " + ", ".join(
-                    f"{p}: {v['n']}, {common.fmt(v['p50'])} / {common.fmt(v['p99'])} / "
-                    f"{common.fmt(v['max'])}" for p, v in by.items()))
-    lines.append("dropped samples by subscription (node<-topic, whole recorded run; * hot path)")
-    for s in setups:
-        for m in methods:
-            sd = summary[s][m].get("drops_by_subscription")
-            if sd is not None:
-                lines.append(f"  {s} {m}: " + (", ".join(
-                    f"{k}{'*' if _hot_subscription(k) else ''} {v}" for k, v in sd.items())
-                    or "none"))
-    lines.append("hot path by hop (ms: median / mean of the slowest 1% of instances)")
-    for s in setups:
-        for m in methods:
-            hops = summary[s][m].get("hot_path_hops_ms")
-            if hops:
-                lines.append(f"  {s} {m}: " + ", ".join(
-                    f"{k} {common.fmt(v['p50'])} / {common.fmt(v['slowest_1pct_mean'])}"
-                    for k, v in hops.items()))
+    _per_run(lines, summary, setups, methods, "paam_gpu_request_ms_by_chain_priority",
+             "PAAM GPU request by chain priority (submitted -> woken, ms: n, p50 / p99 / max)",
+             lambda by: ", ".join(f"{p}: {v['n']}, {common.fmt(v['p50'])} / "
+                                  f"{common.fmt(v['p99'])} / {common.fmt(v['max'])}"
+                                  for p, v in by.items()) if by else None)
+    _per_run(lines, summary, setups, methods, "drops_by_subscription",
+             "dropped samples by subscription (node<-topic, whole recorded run; * hot path)",
+             lambda sd: ", ".join(f"{k}{'*' if _hot_subscription(k) else ''} {v}"
+                                  for k, v in sd.items()) or "none")
+    _per_run(lines, summary, setups, methods, "hot_path_hops_ms",
+             "hot path by hop (ms: median / mean of the slowest 1% of instances)",
+             lambda hops: ", ".join(f"{k} {common.fmt(v['p50'])} / "
+                                    f"{common.fmt(v['slowest_1pct_mean'])}"
+                                    for k, v in hops.items()) if hops else None)
     return "\n".join(lines) + "\n"
 
 
