@@ -3,7 +3,7 @@
 # denied): sets up ROS 2 and paam (CUDA backend) through scripts/device_eval.sh, builds
 # GoogleTest from the sources carried in .dev/googletest (`cp -r /usr/src/googletest .dev/`
 # here), then runs every C++ test (the CUDA ones one at a time, after the rest) and the GPU and
-# ROS 2 pytest suites. Logs go to $OUT. Carry .whl and .dev with the call.
+# ROS 2 pytest suites. Logs go to $OUT. Carry .whl-xz and .dev with the call.
 #
 #   OUT=/some/dir scripts/device_check.sh
 set -uo pipefail

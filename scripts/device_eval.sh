@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The evaluation (issue 6) on the GPU machine: no network, Python 3.12, SCHED_FIFO denied.
-# Installs ROS 2 Jazzy from the wheels in .whl (scripts/fetch_ros_wheels.sh, run where there is
-# network; carry .whl with the call), builds paam_msgs and paam (CUDA backend) into that Python,
+# Installs ROS 2 Jazzy from the wheels packed in .whl-xz (scripts/fetch_ros_wheels.sh, run where
+# there is network; carry .whl-xz with the call; an unpacked .whl/ works too), builds paam_msgs and paam (CUDA backend) into that Python,
 # then runs the experiments named in $EXPERIMENTS into $OUT/eval/<experiment>/. Setup is skipped
 # when a previous call on the same (still warm) machine did it.
 #
@@ -9,7 +9,7 @@
 #
 # Per-experiment arguments: $ARGS_<experiment with - as _>, e.g. ARGS_case_study_1="--duration 120".
 #
-# The checkout travels to the GPU machine together with .whl (≈ 40 MB) under a 64 MiB limit:
+# The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit:
 # commit raw results gzipped, and large per-request series not at all (docs/results keeps
 # what fits; 2026-11-23: tree ≈ 20 MB).
 set -euo pipefail
@@ -25,9 +25,16 @@ mkdir -p "$OUT/eval"
 
 t0=$(date +%s)
 if [ ! -f "$STAMP" ]; then
-  echo "== setup: ROS 2 Jazzy from .whl into $PREFIX"
-  [ -d .whl ] || { echo "device_eval: no .whl: run scripts/fetch_ros_wheels.sh here and carry .whl" >&2; exit 1; }
-  "$PY" -m pip install -q --no-index --find-links .whl -r scripts/requirements-ros.txt
+  WHEELS=.whl
+  if ! compgen -G ".whl/*.whl" >/dev/null; then
+    [ -f .whl-xz/wheels.tar.xz ] || {
+      echo "device_eval: no .whl-xz/wheels.tar.xz: run scripts/fetch_ros_wheels.sh here and carry .whl-xz" >&2
+      exit 1; }
+    WHEELS=build/whl-device
+    rm -rf "$WHEELS" && mkdir -p "$WHEELS" && tar -xJf .whl-xz/wheels.tar.xz -C "$WHEELS"
+  fi
+  echo "== setup: ROS 2 Jazzy from $WHEELS into $PREFIX"
+  "$PY" -m pip install -q --no-index --find-links "$WHEELS" -r scripts/requirements-ros.txt
   echo "== setup: paam_msgs"
   ros2/build_msgs.sh "$PREFIX" build/paam_msgs-device
   echo "== setup: paam (CUDA backend)"
