@@ -689,6 +689,12 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
             t.join()
     for t in g.timers:
         t.cancel()
+    # Wait for callbacks still in flight before reading their records or closing their clients:
+    # rclpy's MultiThreadedExecutor.spin_once hands a callback to its thread pool and returns,
+    # so the loop above can end while one still runs, and closing its GPU client under it
+    # corrupted the heap ("malloc_consolidate(): unaligned fastbin chunk" in MT / ROS 2 runs).
+    for ex in executors.values():
+        ex.shutdown(timeout_sec=30)
     np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, _HOT_COLS),
              bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
              published=np.asarray([g.published["FrontLidarDriver"],
@@ -702,8 +708,6 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
     for c in g.clients:
         c.close()
-    for ex in executors.values():
-        ex.shutdown()
     for n in g.nodes.values():
         n.destroy_node()
     rclpy.shutdown(context=ctx)
