@@ -8,6 +8,8 @@
 #   OUT=/some/dir EXPERIMENTS="overhead wait-strategies activation case-study-1" scripts/device_eval.sh
 #
 # Per-experiment arguments: $ARGS_<experiment with - as _>, e.g. ARGS_case_study_1="--duration 120".
+# TARBALL=<file> packs $OUT/eval into one .tgz at the end: the lent machines may leave nested
+# result folders out of what comes back (a 2026-11-23 run lost its CSV files that way).
 #
 # The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit:
 # commit raw results gzipped, and large per-request series not at all (docs/results keeps
@@ -59,3 +61,6 @@ for exp in $EXPERIMENTS; do
     || echo "device_eval: $exp failed (see $OUT/eval/$exp.log)"
   echo "== $exp took $(( $(date +%s) - t )) s"
 done
+if [ -n "${TARBALL:-}" ]; then
+  tar -czf "$TARBALL" -C "$OUT" eval && echo "== results packed into $TARBALL"
+fi
