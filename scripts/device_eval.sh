@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The evaluation (issue 6) on the GPU machine: no network, Python 3.12, SCHED_FIFO denied.
 # Installs ROS 2 Jazzy from the wheels packed in .whl-xz (scripts/fetch_ros_wheels.sh, run where
-# there is network; carry .whl-xz with the call; an unpacked .whl/ works too), builds paam_msgs and paam (CUDA backend) into that Python,
-# then runs the experiments named in $EXPERIMENTS into $OUT/eval/<experiment>/. Setup is skipped
+# there is network; carry .whl-xz with the call; an unpacked .whl/ works too), builds paam_msgs
+# and paam (CUDA backend) into that Python, then runs the experiments named in $EXPERIMENTS into $OUT/eval/<experiment>/. Setup is skipped
 # when a previous call on the same (still warm) machine did it.
 #
 #   OUT=/some/dir EXPERIMENTS="overhead wait-strategies activation case-study-1" scripts/device_eval.sh
@@ -13,7 +13,7 @@
 #
 # The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit:
 # commit raw results gzipped, and large per-request series not at all (docs/results keeps
-# what fits; 2026-11-23: tree ≈ 20 MB).
+# what fits; 2026-11-23: tree ≈ 27 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1

@@ -33,6 +33,8 @@ done
 echo "fetch_ros_wheels: $(ls "$DEST" | wc -l) wheels, $(du -sh "$DEST" | cut -f1) in $DEST"
 fi
 
+compgen -G "$DEST/*.whl" >/dev/null ||
+  { echo "fetch_ros_wheels: no wheels in $DEST to pack: run it without --pack-only" >&2; exit 1; }
 echo "fetch_ros_wheels: packing $DEST into $PACK (about a minute)"
 rm -rf build/whl-stored && mkdir -p build/whl-stored "$(dirname "$PACK")"
 python3 - "$DEST" build/whl-stored <<'EOF'

@@ -65,6 +65,7 @@ import contextlib
 import dataclasses
 import os
 import random
+import sys
 import tempfile
 import threading
 import time
@@ -693,8 +694,10 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     # rclpy's MultiThreadedExecutor.spin_once hands a callback to its thread pool and returns,
     # so the loop above can end while one still runs, and closing its GPU client under it
     # corrupted the heap ("malloc_consolidate(): unaligned fastbin chunk" in MT / ROS 2 runs).
-    for ex in executors.values():
-        ex.shutdown(timeout_sec=30)
+    for name, ex in executors.items():
+        if not ex.shutdown(timeout_sec=30):
+            print(f"case study 2: executor {name} still had a callback running 30 s after the "
+                  "run; its records may miss it", file=sys.stderr, flush=True)
     np.savez(path, hot=np.asarray(g.hot, dtype=np.int64).reshape(-1, _HOT_COLS),
              bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
              published=np.asarray([g.published["FrontLidarDriver"],
