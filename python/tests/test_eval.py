@@ -243,9 +243,13 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     # paam_stages.csv: the same PAAM requests one by one, with their chain priorities (the hot
     # path's is the highest)
     stages = (tmp_path / "paam_stages.csv").read_text().splitlines()
-    assert stages[0].startswith("setup,method,chain_priority,submitted->dequeued_us")
+    assert stages[0].startswith("setup,method,t_s,chain_priority,submitted->dequeued_us")
     assert len(stages) - 1 == dev["n"]
-    prios = {int(line.split(",")[2]) for line in stages[1:]}
+    prios = {int(line.split(",")[3]) for line in stages[1:]}
+    # submitted on hot_path.csv's clock: inside the recorded part of the run
+    sub = [float(line.split(",")[2]) for line in stages[1:]]
+    assert data["params"]["warmup"] - 0.5 <= min(sub) <= max(sub) <= (
+        data["params"]["warmup"] + duration + 1), (min(sub), max(sub))
     assert len(prios) > 1 and all(line.startswith("4ST,PAAM,") for line in stages[1:])
     by_prio = data["results"]["4ST"]["PAAM"]["paam_gpu_request_ms_by_chain_priority"]
     assert {int(p) for p in by_prio} == prios
@@ -258,6 +262,18 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
             assert node in {n.name for n in cs2_system()} and topic in topics, key
             assert isinstance(n, int) and n > 0, (key, n)
     assert "dropped samples by subscription" in r.stdout
+    # the host's /proc/stat each second, every hot-path instance placed quiet or noisy
+    host_rows = (tmp_path / "host_stat.csv").read_text().splitlines()
+    assert host_rows[0].startswith("setup,method,t_s,busy_ms,steal_ms,steal_ms_executor_cpus")
+    for method in methods:
+        s = data["results"]["4ST"][method]
+        assert s["host"]["samples"] >= duration, s["host"]
+        assert sum(1 for line in host_rows if f",{method}," in line) == s["host"]["samples"]
+        assert s["host"]["busy_ms_per_s"]["mean"] > 0
+        split = s["hot_path_by_host_steal"]
+        assert split["quiet"]["n"] + split["noisy"]["n"] == s["hot_path_ms"]["n"], split
+        assert split["drops"]["quiet"] + split["drops"]["noisy"] == s["drops"]["total"]
+    assert (tmp_path / "fig11d_host_steal.png").stat().st_size > 0
     # hot_path.csv places each instance's hot-path callbacks in time: ends in path order
     head = rows[0].split(",")
     last = rows[-1].split(",")
@@ -420,6 +436,76 @@ def test_case_study_2_times_paam_requests_per_chain_priority():
     assert by["100"]["n"] == 2 and by["40"]["n"] == 1
     assert by["100"]["max"] == pytest.approx(4.0) and by["40"]["p50"] == pytest.approx(9.0)
     assert cs2._request_by_priority(np.zeros((0, 1 + k), dtype=np.int64)) == {}
+
+
+PROC_STAT = """cpu  60 0 30 900 0 0 0 15 0 0
+cpu0 10 0 10 400 0 0 0 5 0 0
+cpu1 50 {nice} 20 500 7 3 2 {steal} 0 0
+intr 12345
+"""
+
+
+def test_proc_stat_is_parsed_per_cpu_into_busy_and_steal():
+    from paam.eval import common
+    got = common.parse_proc_stat(PROC_STAT.format(nice=1, steal=10))
+    # busy: user + nice + system + irq + softirq (idle and iowait are not busy)
+    assert got == {0: (20, 5), 1: (76, 10)}
+
+
+def test_host_stat_samples_proc_stat_and_gives_per_interval_deltas(tmp_path):
+    import os
+    import threading
+    import time
+
+    import numpy as np
+    from paam.eval import common
+    f = tmp_path / "stat"
+    f.write_text(PROC_STAT.format(nice=0, steal=10))
+    host = common.HostStat(interval=0.02, path=str(f))
+    stop = threading.Event()
+
+    def tick():  # cpu1 gains 3 ticks busy and 2 ticks stolen a step
+        n = 0
+        while not stop.wait(0.05):
+            n += 1
+            (tmp_path / "next").write_text(PROC_STAT.format(nice=3 * n, steal=10 + 2 * n))
+            os.replace(tmp_path / "next", f)  # whole, as the kernel's file reads
+    with host:
+        th = threading.Thread(target=tick)
+        th.start()
+        time.sleep(0.4)
+        stop.set()
+        th.join()
+    t, cpus, busy, steal = host.series()
+    assert cpus == [0, 1] and len(t) >= 5 and (np.diff(t) > 0).all()
+    ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    assert busy[:, 0].sum() == 0 and steal[:, 0].sum() == 0
+    n = round(steal[:, 1].sum() / (2 * ms))
+    assert n >= 3 and busy[:, 1].sum() == pytest.approx(3 * n * ms)
+    # no /proc/stat: an empty series and the reason, not an exception
+    missing = common.HostStat(path=str(tmp_path / "none"))
+    with missing:
+        pass
+    assert missing.error and len(missing.series()[0]) == 0
+
+
+def test_steal_around_an_instance_and_the_split_by_steal():
+    import numpy as np
+    from paam.eval import common
+    s = 1_000_000_000
+    t = np.array([1, 2, 3, 4, 5, 6, 7, 8]) * s           # interval ends
+    steal = np.array([[0, 0], [0, 0], [0, 0], [300, 100], [0, 0], [0, 0], [0, 0], [0, 0]])
+    ends = np.array([int(1.5 * s), int(3.5 * s), int(6.9 * s), int(7.5 * s)])
+    spans = np.array([100.0, 100.0, 2500.0, 100.0])      # the third spans 4.4..6.9 s
+    got = common.steal_around(ends, spans, t, steal)
+    # one interval of slack each side: 3.5 s sees the interval ending at 4 s (400 ms)
+    assert got.tolist() == [0.0, 400.0, 400.0, 0.0]
+    split = common.split_by_steal([70.0, 90.0, 95.0, 72.0], got)
+    assert split["quiet"]["n"] == 2 and split["quiet"]["max"] == 72.0
+    assert split["noisy"]["n"] == 2 and split["noisy"]["max"] == 95.0
+    assert split["correlation"] > 0.9
+    assert np.isnan(common.steal_around(ends, spans, np.zeros(0, np.int64),
+                                        np.zeros((0, 2)))).all()
 
 
 def test_case_study_2_marks_hot_path_subscriptions():

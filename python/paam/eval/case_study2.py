@@ -55,8 +55,11 @@ the paper's rule and the default, or its executor's most critical chain priority
 worse on the H100, docs/evaluation.md). Counts every subscription's missing samples
 (``drops_by_subscription``) and times PAAM's GPU requests per chain priority. Writes
 ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's stages of every recorded PAAM
-GPU request, with its chain priority), ``summary.csv``, ``summary.json``, ``summary.txt``,
-``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png`` and ``fig11c_drops.png``.
+GPU request, with its submit time and chain priority), ``host_stat.csv`` (/proc/stat each
+second: what the host, a hypervisor, took from each CPU), ``summary.csv``, ``summary.json``,
+``summary.txt``, ``fig11a_hot_path_latency.png``, ``fig11b_bp_period.png``,
+``fig11c_drops.png`` and ``fig11d_host_steal.png`` (hot-path latency over time beside the
+steal).
 """
 from __future__ import annotations
 
@@ -748,6 +751,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             sync["ready"].get(timeout=180)
         except Exception:  # noqa: BLE001 - queue.Empty
             break
+    host = common.HostStat().__enter__()  # what the host took from the CPUs meanwhile
     start_at = time.monotonic() + 0.5
     sync["start_at"].value = start_at
     sync["go"].set()
@@ -782,6 +786,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 gpu_wall.extend(z["gpu_wall"].tolist())
                 gpu_stages.append(z["gpu_stages"])
             rt.extend(str(x) for x in z["rt"])
+    host.__exit__(None, None, None)
+    host_t, host_cpus, host_busy, host_steal = host.series()
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -794,7 +800,10 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gpu_segment_ms": gpu_wall,
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
-                              else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64))}
+                              else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64)),
+            # /proc/stat every second: interval ends (ns), CPUs, busy and stolen ms per CPU
+            "host_t_ns": host_t, "host_cpus": host_cpus, "host_busy_ms": host_busy,
+            "host_steal_ms": host_steal, "host_error": host.error}
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -985,7 +994,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{int(res['drops'].sum())} drops", flush=True)
 
     summary: dict = {}
-    rows, raw_hot, raw_bp, stage_rows = [], [], [], []
+    rows, raw_hot, raw_bp, stage_rows, host_rows = [], [], [], [], []
     for (setup, m), r in results.items():
         lat, drops, bp = r["latency_ms"], r["drops"], r["bp_period_ms"]
         s = {"hot_path_ms": common.summarize(lat), "bp_period_ms": common.summarize(bp),
@@ -1004,7 +1013,8 @@ def run(args: argparse.Namespace) -> int:
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
              "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
-             "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"])}
+             "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"]),
+             **_host_summary(r, pl)}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -1024,12 +1034,15 @@ def run(args: argparse.Namespace) -> int:
                                for n, h in zip(HOT_HOPS, hop)},
                             "ObjectCollisionEstimator_start_ms": round(float(st), 3)})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
-        stage_rows.extend(_stage_rows(setup, m, r["gpu_stages_ns"]))
+        stage_rows.extend(_stage_rows(setup, m, r["gpu_stages_ns"], r["t0_ns"]))
+        host_rows.extend(_host_rows(setup, m, r, pl))
     common.write_csv(out / "summary.csv", rows)
     common.write_csv(out / "hot_path.csv", raw_hot)
     common.write_csv(out / "bp_period.csv", raw_bp)
     if stage_rows:
         common.write_csv(out / "paam_stages.csv", stage_rows)
+    if host_rows:
+        common.write_csv(out / "host_stat.csv", host_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "placement": pl, "demand": dem,
@@ -1043,8 +1056,14 @@ def run(args: argparse.Namespace) -> int:
         plot_latency(results, setups, methods, out / "fig11a_hot_path_latency.png", args)
         plot_bp(results, setups, methods, out / "fig11b_bp_period.png", args)
         plot_drops(results, setups, methods, out / "fig11c_drops.png", args)
+        panels = _host_panels(results, setups, methods)
+        if panels:
+            plot_host(panels, out / "fig11d_host_steal.png",
+                      f"Case study 2 (x{args.scale:g}, GPU segment {args.gpu_ms_eff:g} ms): "
+                      "hot-path latency over time, and what the host stole from the CPUs")
         print(f"wrote {out}/summary.csv, hot_path.csv, bp_period.csv, summary.json, "
-              "summary.txt, fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png")
+              "summary.txt, fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png"
+              + (", host_stat.csv, fig11d_host_steal.png" if panels else ""))
     except Exception as exc:  # noqa: BLE001
         print(f"wrote {out}/summary.*, hot_path.csv, bp_period.csv (no plots: {exc})")
     return 0
@@ -1073,17 +1092,18 @@ def hot_path_floor(args) -> float:
 _STAGE_NAMES = tuple(f"{a}->{b}" for a, b in zip(_STAGES, _STAGES[1:]))
 
 
-def _stage_durations(stages) -> tuple[np.ndarray, np.ndarray]:
-    """(chain priorities, stage durations in ns: one column per _STAGE_NAMES) of the recorded
-    PAAM GPU requests (rows: chain priority, then the _STAGES stamps) that have every stamp."""
+def _stage_durations(stages) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chain priorities, stage durations in ns: one column per _STAGE_NAMES, submit stamps)
+    of the recorded PAAM GPU requests (rows: chain priority, then the _STAGES stamps) that have
+    every stamp."""
     a = np.asarray(stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES))
     ok = (a[:, 1:] > 0).all(axis=1)
-    return a[ok, 0], np.diff(a[ok, 1:], axis=1)
+    return a[ok, 0], np.diff(a[ok, 1:], axis=1), a[ok, 1]
 
 
 def _request_by_priority(stages) -> dict:
     """Whole PAAM GPU requests (submitted -> client woken, ms) per chain priority."""
-    prios, d = _stage_durations(stages)
+    prios, d, _ = _stage_durations(stages)
     total = d.sum(axis=1) / 1e6 if d.size else np.zeros(0)
     return {str(int(p)): common.summarize(total[prios == p])
             for p in sorted(set(prios.tolist()), reverse=True)}
@@ -1117,13 +1137,53 @@ def _hop_summary(lat, hops, oce_start) -> dict:
             for i, n in enumerate(_HOP_NAMES)}
 
 
-def _stage_rows(setup: str, method: str, stages) -> list[dict]:
-    """paam_stages.csv: one row per recorded PAAM GPU request, its chain priority and the
-    duration of each stage (us)."""
-    prios, d = _stage_durations(stages)
-    return [{"setup": setup, "method": method, "chain_priority": int(p),
+def _stage_rows(setup: str, method: str, stages, t0_ns: int) -> list[dict]:
+    """paam_stages.csv: one row per recorded PAAM GPU request: when it was submitted (s from the
+    run's start, the clock of hot_path.csv's t_s), its chain priority and the duration of each
+    stage (us)."""
+    prios, d, sub = _stage_durations(stages)
+    return [{"setup": setup, "method": method, "t_s": round((int(t) - t0_ns) / 1e9, 6),
+             "chain_priority": int(p),
              **{f"{n}_us": round(float(x) / 1e3, 1) for n, x in zip(_STAGE_NAMES, row)}}
-            for p, row in zip(prios, d)]
+            for p, row, t in zip(prios, d, sub)]
+
+
+def _host_summary(r: dict, pl: dict) -> dict:
+    """What the host took from the CPUs during the run (/proc/stat each second, summed over all
+    CPUs and over the executors' cores), and the hot path apart for the instances it left
+    alone (:func:`common.split_by_steal`)."""
+    t, steal = r.get("host_t_ns"), r.get("host_steal_ms")
+    if t is None or not len(t):
+        return {"host": {"error": r.get("host_error") or "fewer than two samples"}}
+    cpus = list(r["host_cpus"])
+    ex = [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
+    lat, drops = r["latency_ms"], r["drops"]
+    around = common.steal_around(r["hot_end_ns"], lat, t, steal)
+    split = common.split_by_steal(lat, around)
+    quiet = around <= split["quiet_steal_ms"]
+    split["drops"] = {"quiet": int(drops[quiet].sum()), "noisy": int(drops[around > split[
+        "quiet_steal_ms"]].sum())}
+    return {"host": {"samples": int(len(t)),
+                     "steal_ms_per_s": common.summarize(steal.sum(axis=1)),
+                     "steal_ms_per_s_executor_cpus": common.summarize(steal[:, ex].sum(axis=1)),
+                     "busy_ms_per_s": common.summarize(r["host_busy_ms"].sum(axis=1))},
+            "hot_path_by_host_steal": split}
+
+
+def _host_rows(setup: str, method: str, r: dict, pl: dict) -> list[dict]:
+    """host_stat.csv: one row per /proc/stat sample of the run (t_s on hot_path.csv's clock):
+    busy and stolen ms of all CPUs, stolen ms of the executors' cores, and of each CPU."""
+    t = r.get("host_t_ns")
+    if t is None or not len(t):
+        return []
+    cpus = list(r["host_cpus"])
+    ex = [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
+    busy, steal = r["host_busy_ms"], r["host_steal_ms"]
+    return [{"setup": setup, "method": method, "t_s": round((int(ti) - r["t0_ns"]) / 1e9, 3),
+             "busy_ms": float(b.sum()), "steal_ms": float(st.sum()),
+             "steal_ms_executor_cpus": float(st[ex].sum()),
+             **{f"steal_ms_cpu{c}": float(x) for c, x in zip(cpus, st)}}
+            for ti, b, st in zip(t, busy, steal)]
 
 
 def _per_run(lines: list, summary, setups, methods, key: str, title: str, fmt) -> None:
@@ -1202,6 +1262,25 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "dropped samples by subscription (node<-topic, whole recorded run; * hot path)",
              lambda sd: ", ".join(f"{k}{'*' if _hot_subscription(k) else ''} {v}"
                                   for k, v in sd.items()) or "none")
+    lines.append(f"the host (/proc/stat each second): ms stolen per s from all CPUs, mean / max "
+                 f"(executor cores); hot path where the host stole at most "
+                 f"{common.QUIET_STEAL_MS:g} ms/s around the instance | more (n, p99 / max ms, "
+                 f"drops); latency's correlation with steal")
+    for s in setups:
+        for m in methods:
+            h, sp = summary[s][m].get("host", {}), summary[s][m].get("hot_path_by_host_steal")
+            if not sp:
+                if h.get("error"):
+                    lines.append(f"  {s} {m}: not sampled ({h['error']})")
+                continue
+            a, e = h["steal_ms_per_s"], h["steal_ms_per_s_executor_cpus"]
+            q, n = sp["quiet"], sp["noisy"]
+            lines.append(
+                f"  {s} {m}: {common.fmt(a['mean'], 0)} / {common.fmt(a['max'], 0)} "
+                f"({common.fmt(e['mean'], 0)} / {common.fmt(e['max'], 0)}) | quiet {q['n']}, "
+                f"{common.fmt(q['p99'])} / {common.fmt(q['max'])}, {sp['drops']['quiet']} | "
+                f"noisy {n['n']}, {common.fmt(n['p99'])} / {common.fmt(n['max'])}, "
+                f"{sp['drops']['noisy']} | r {common.fmt(sp['correlation'], 2)}")
     _per_run(lines, summary, setups, methods, "hot_path_hops_ms",
              "hot path by hop (ms: median / mean of the slowest 1% of instances)",
              lambda hops: ", ".join(f"{k} {common.fmt(v['p50'])} / "
@@ -1303,6 +1382,44 @@ def plot_drops(results, setups, methods, path: Path, args) -> None:
                  "(Fig. 11c)\ninstances with 1, 2, ... drops; text: total drops, share of "
                  "instances with any", fontsize=9)
     common.save(fig, path)
+
+
+def plot_host(panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+              path: Path, title: str) -> None:
+    """One panel per run: each hot-path instance's latency at its time (dots, left axis) and
+    what the host stole from all CPUs in each second (shaded, right axis).
+    ``panels``: (label, instance t_s, latency ms, sample t_s, steal ms per sample)."""
+    plt = common.pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.2 * len(panels) + 0.6),
+                             squeeze=False)
+    stop = max([float(np.max(p[4])) for p in panels if len(p[4])] + [50.0]) * 1.1
+    for ax, (label, ts, lat, ht, steal) in zip(axes[:, 0], panels):
+        ax2 = ax.twinx()
+        ax2.fill_between(ht, steal, step="pre", color="#999999", alpha=0.35, lw=0)
+        ax2.set_ylim(0, stop)
+        ax2.set_ylabel("stolen ms/s", fontsize=8, color="#666666")
+        ax.set_zorder(ax2.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        ax.plot(ts, lat, ".", ms=2, color=common.COLORS.get(label.split(" ", 1)[-1], "#4c9be8"))
+        ax.set_ylim(0, (float(np.max(lat)) if len(lat) else 1.0) * 1.1)
+        ax.set_ylabel("hot path (ms)", fontsize=8)
+        ax.set_title(label, fontsize=8, loc="left")
+    axes[-1, 0].set_xlabel("time in the run (s)")
+    fig.suptitle(title, fontsize=9)
+    common.save(fig, path)
+
+
+def _host_panels(results, setups, methods) -> list:
+    panels = []
+    for s in setups:
+        for m in methods:
+            r = results.get((s, m), {})
+            t = r.get("host_t_ns")
+            if t is None or not len(t):
+                continue
+            panels.append((f"{s} {m}", (r["hot_end_ns"] - r["t0_ns"]) / 1e9, r["latency_ms"],
+                           (np.asarray(t) - r["t0_ns"]) / 1e9, r["host_steal_ms"].sum(axis=1)))
+    return panels
 
 
 def load_results(out: Path, setups=None, methods=None):

@@ -1,5 +1,6 @@
 """What every evaluation experiment shares: output folders, the machine description, summary
-statistics, tables, CPU placement, real-time knobs with their fallback, and a CPU stressor.
+statistics, tables, CPU placement, real-time knobs with their fallback, a CPU stressor, and a
+sampler of what the host took from the (virtual) CPUs during a run.
 
 Nothing here imports rclpy or matplotlib at import time.
 """
@@ -404,6 +405,119 @@ def keep_awake(cpus: Sequence[int], max_sec: float = 3600.0) -> Iterator[list[in
         yield [p.pid for p in procs]
     finally:
         stop_processes(procs)
+
+
+# -- the host: what the (virtual) CPUs did while a run ran ----------------------------------------
+
+# A second in which the host took at most this from all CPUs together counts as quiet: on the
+# lent H100 guest of 2026-11-23 (16 vCPUs), 96% of the seconds of the PiCAS and ROS 2 runs were.
+QUIET_STEAL_MS = 50.0
+
+
+def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
+    """Per CPU of a /proc/stat text: (busy, steal) in USER_HZ ticks since boot. Busy is user +
+    nice + system + irq + softirq; steal is the time the hypervisor ran something else while the
+    virtual CPU wanted to run (0 on bare metal)."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 9 or not f[0].startswith("cpu") or f[0] == "cpu":
+            continue
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f[1:9])
+        out[int(f[0][3:])] = (user + nice + system + irq + softirq, steal)
+    return out
+
+
+class HostStat:
+    """/proc/stat sampled every ``interval`` seconds on a daemon thread while the block runs.
+
+    :meth:`series` gives, per interval, its end (CLOCK_MONOTONIC ns, the clock of the runs'
+    stamps) and each CPU's busy and stolen milliseconds in it. Where /proc/stat cannot be read
+    (not Linux), the series is empty and ``error`` says why; the run goes on.
+    """
+
+    def __init__(self, interval: float = 1.0, path: str = "/proc/stat") -> None:
+        import threading
+        self.interval, self.path, self.error = interval, path, ""
+        self._samples: list[tuple[int, dict[int, tuple[int, int]]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="paam-hoststat", daemon=True)
+        try:
+            self._ms_per_tick = 1000.0 / os.sysconf("SC_CLK_TCK")
+        except (ValueError, OSError, AttributeError):
+            self._ms_per_tick = 10.0
+
+    def __enter__(self) -> "HostStat":
+        self._sample()
+        if not self.error:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        if not self.error:
+            self._sample()
+
+    def _sample(self) -> None:
+        try:
+            with open(self.path) as f:
+                text = f.read()
+        except OSError as e:
+            self.error = f"{self.path}: {e.strerror or e}"
+            return
+        cpus = parse_proc_stat(text)
+        if cpus:
+            self._samples.append((time.monotonic_ns(), cpus))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def series(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
+        """(interval ends ns [n], the CPUs, busy ms [n, cpus], steal ms [n, cpus]); CPUs that
+        came or went during the run are left out."""
+        if len(self._samples) < 2:
+            return np.zeros(0, np.int64), [], np.zeros((0, 0)), np.zeros((0, 0))
+        cpus = sorted(set.intersection(*(set(s) for _t, s in self._samples)))
+        t = np.array([t for t, _s in self._samples], dtype=np.int64)
+        a = np.array([[s[c] for c in cpus] for _t, s in self._samples], dtype=np.float64)
+        d = np.diff(a, axis=0) * self._ms_per_tick
+        return t[1:], cpus, d[:, :, 0], d[:, :, 1]
+
+
+def steal_around(ends_ns, spans_ms, t_ns, steal_ms) -> np.ndarray:
+    """For each instance (its end, its length), the most the host stole from all CPUs together
+    in one interval that overlaps it, widened by one interval each side (the samples are
+    coarse; an instance past either end of the samples gets the nearest one); NaN for every
+    instance when there are no samples."""
+    t = np.asarray(t_ns, dtype=np.int64)
+    ends = np.asarray(ends_ns, dtype=np.int64)
+    out = np.full(len(ends), np.nan)
+    if not len(t):
+        return out
+    per = np.asarray(steal_ms, dtype=np.float64).reshape(len(t), -1).sum(axis=1)
+    starts = ends - (np.asarray(spans_ms, dtype=np.float64) * 1e6).astype(np.int64)
+    lo = np.clip(np.searchsorted(t, starts) - 1, 0, len(t) - 1)
+    hi = np.clip(np.searchsorted(t, ends) + 1, 0, len(t) - 1)
+    for i, (a, b) in enumerate(zip(lo, hi)):
+        out[i] = per[a:b + 1].max()
+    return out
+
+
+def split_by_steal(values, steal, quiet_ms: float = QUIET_STEAL_MS) -> dict[str, Any]:
+    """``values`` (one per instance) summarized apart for the instances the host left alone
+    (steal around them at most ``quiet_ms`` per interval) and the others, with their
+    correlation."""
+    v = np.asarray(values, dtype=np.float64)
+    s = np.asarray(steal, dtype=np.float64)
+    ok = ~np.isnan(s)
+    v, s = v[ok], s[ok]
+    corr = (float(np.corrcoef(v, s)[0, 1]) if len(v) > 2 and v.std() > 0 and s.std() > 0
+            else float("nan"))
+    return {"quiet_steal_ms": quiet_ms, "quiet": summarize(v[s <= quiet_ms]),
+            "noisy": summarize(v[s > quiet_ms]), "correlation": corr}
 
 
 def stress_tool() -> str:
