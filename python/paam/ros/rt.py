@@ -48,6 +48,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from typing import Callable, Iterator, Optional
 
 __all__ = ["RtReport", "apply_rt", "dds_threads_rt", "nice_for", "MODES",
@@ -257,6 +258,24 @@ def _thread_ids() -> set[int]:
         return set()
 
 
+#: How long :func:`dds_threads_rt` waits, at most, for threads started in its block to name
+#: themselves: a thread is created under its creator's name and renames itself once it runs,
+#: and Fast DDS's sender thread must not be raised before it has (seen on the 2-core VM in two
+#: runs of three, 2026-11-23).
+NAME_SETTLE_S = 0.2
+
+
+def _settled_names(tids: list[int]) -> dict[int, str]:
+    """The names of ``tids`` once every one is Fast DDS's (``dds.*``) or ``NAME_SETTLE_S`` has
+    passed: rclpy's own threads keep their inherited name, so they cost the whole wait."""
+    deadline = time.monotonic() + NAME_SETTLE_S
+    while True:
+        names = {tid: _thread_name(tid) for tid in tids}
+        if all(n.startswith("dds.") for n in names.values()) or time.monotonic() >= deadline:
+            return names
+        time.sleep(0.01)
+
+
 def _thread_name(tid: int) -> str:
     try:
         with open(f"/proc/self/task/{tid}/comm") as f:
@@ -288,7 +307,8 @@ def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
     that set their own policy, are left alone. Where the caller is not SCHED_FIFO/SCHED_RR (ROS
     2's SCHED_OTHER, the nice fallback of a machine that denies SCHED_FIFO, SCHED_IDLE of a
     best-effort executor) the block runs as is, and its threads inherit the caller's policy and
-    nice value. Never raises. The dict yielded gets, at the block's end, the names of the
+    nice value. Threads are sorted by their names once they have set them (up to
+    ``NAME_SETTLE_S`` after the block). Never raises. The dict yielded gets, at the block's end, the names of the
     threads raised (``"raised"``) and left at SCHED_OTHER (``"kept"``).
     """
     report: dict[str, list[str]] = {"raised": [], "kept": []}
@@ -308,8 +328,8 @@ def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
         yield report
     finally:
         if rt:
-            for tid in sorted(_thread_ids() - before):
-                name = _thread_name(tid)
+            new = sorted(_thread_ids() - before)
+            for tid, name in _settled_names(new).items():
                 try:
                     if os.sched_getscheduler(tid) != os.SCHED_OTHER:
                         continue  # it set its own policy

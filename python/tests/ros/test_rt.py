@@ -336,3 +336,30 @@ def test_dds_threads_never_raises_where_the_policy_calls_fail(monkeypatch):
     with rt.dds_threads_rt() as report:  # "FIFO", but the drop is refused
         pass
     assert report == {"raised": [], "kept": []}
+
+
+def test_thread_names_are_read_once_the_threads_have_set_them():
+    # A thread starts under its creator's name and renames itself when it runs (Fast DDS's
+    # sender thread does): dds_threads_rt must sort it by the name it sets, not the inherited one.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    started, tid = threading.Event(), []
+
+    def body():
+        tid.append(threading.get_native_id())
+        started.set()
+        threading.Event().wait(0.05)
+        libc.prctl(15, b"dds.asyn.9.9", 0, 0, 0)  # PR_SET_NAME
+        threading.Event().wait(0.5)
+    t = threading.Thread(target=body)
+    t.start()
+    started.wait()
+    assert not rt._thread_name(tid[0]).startswith("dds.")  # not named yet
+    assert rt._settled_names(tid) == {tid[0]: "dds.asyn.9.9"}
+    t.join()
+    # a thread that keeps its inherited name (rclpy's own) costs the whole wait, no more
+    import time
+    t0 = time.monotonic()
+    me = threading.get_native_id()
+    assert rt._settled_names([me]) == {me: rt._thread_name(me)}
+    assert rt.NAME_SETTLE_S <= time.monotonic() - t0 < rt.NAME_SETTLE_S + 0.2
