@@ -308,8 +308,8 @@ def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
     2's SCHED_OTHER, the nice fallback of a machine that denies SCHED_FIFO, SCHED_IDLE of a
     best-effort executor) the block runs as is, and its threads inherit the caller's policy and
     nice value. Threads are sorted by their names once they have set them (up to
-    ``NAME_SETTLE_S`` after the block). Never raises. The dict yielded gets, at the block's end, the names of the
-    threads raised (``"raised"``) and left at SCHED_OTHER (``"kept"``).
+    ``NAME_SETTLE_S`` after the block). Never raises. The dict yielded gets, at the block's
+    end, the names of the threads raised (``"raised"``) and left at SCHED_OTHER (``"kept"``).
     """
     report: dict[str, list[str]] = {"raised": [], "kept": []}
     try:
