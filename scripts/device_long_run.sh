@@ -44,7 +44,7 @@ case "$cmd" in
         var="ARGS_${exp//-/_}"
         env OUT="$LONG/$label" EXPERIMENTS="$exp" "$var=$args" TARBALL="$LONG/$label.tgz" \
           scripts/device_eval.sh > "$LONG/run-$label.log" 2>&1
-        echo "$label end $(date +%s) rc=$?" >> "$LONG/progress"
+        rc=$?; echo "$label end $(date +%s) rc=$rc" >> "$LONG/progress"
       done < "$LONG/plan"
       kill $sampler; echo "all done $(date +%s)" >> "$LONG/progress"
     ' _ "$LONG" "$PWD" < /dev/null > "$LONG/runner.log" 2>&1 &

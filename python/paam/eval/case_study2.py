@@ -751,42 +751,41 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             sync["ready"].get(timeout=180)
         except Exception:  # noqa: BLE001 - queue.Empty
             break
-    host = common.HostStat().__enter__()  # what the host took from the CPUs meanwhile
-    start_at = time.monotonic() + 0.5
-    sync["start_at"].value = start_at
-    sync["go"].set()
-    total = args.warmup + args.duration
-    finish = start_at + total
-    next_note = time.monotonic() + 30
-    while any(p.is_alive() for p, _, _ in procs) and time.monotonic() < finish + 120:
-        time.sleep(0.5)
-        if time.monotonic() >= next_note and time.monotonic() < finish:
-            done = time.monotonic() - start_at
-            print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
-            next_note += 30
-    hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
-    gpu_wall, gpu_stages, sub_drops = [], [], {}
-    for p, path, name in procs:
-        p.join(max(1.0, finish + 120 - time.monotonic()))
-        if p.is_alive():
-            p.kill()
-            raise SystemExit(f"{setup}/{method}: process {name} did not finish")
-        if os.path.exists(path + ".err"):
-            raise SystemExit(f"{setup}/{method}: process {name} failed: "
-                             f"{Path(path + '.err').read_text()}")
-        with np.load(path) as z:
-            hot.append(z["hot"])
-            if z["bp_starts"].size:
-                bp.append(z["bp_starts"])
-            published += z["published"]
-            excess.extend(z["excess"].tolist())
-            for k, n in zip(z["sub_drop_keys"].tolist(), z["sub_drop_counts"].tolist()):
-                sub_drops[k] = sub_drops.get(k, 0) + int(n)
-            if "gpu_wall" in z.files:
-                gpu_wall.extend(z["gpu_wall"].tolist())
-                gpu_stages.append(z["gpu_stages"])
-            rt.extend(str(x) for x in z["rt"])
-    host.__exit__(None, None, None)
+    with common.HostStat() as host:  # what the host took from the CPUs meanwhile
+        start_at = time.monotonic() + 0.5
+        sync["start_at"].value = start_at
+        sync["go"].set()
+        total = args.warmup + args.duration
+        finish = start_at + total
+        next_note = time.monotonic() + 30
+        while any(p.is_alive() for p, _, _ in procs) and time.monotonic() < finish + 120:
+            time.sleep(0.5)
+            if time.monotonic() >= next_note and time.monotonic() < finish:
+                done = time.monotonic() - start_at
+                print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
+                next_note += 30
+        hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
+        gpu_wall, gpu_stages, sub_drops = [], [], {}
+        for p, path, name in procs:
+            p.join(max(1.0, finish + 120 - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                raise SystemExit(f"{setup}/{method}: process {name} did not finish")
+            if os.path.exists(path + ".err"):
+                raise SystemExit(f"{setup}/{method}: process {name} failed: "
+                                 f"{Path(path + '.err').read_text()}")
+            with np.load(path) as z:
+                hot.append(z["hot"])
+                if z["bp_starts"].size:
+                    bp.append(z["bp_starts"])
+                published += z["published"]
+                excess.extend(z["excess"].tolist())
+                for k, n in zip(z["sub_drop_keys"].tolist(), z["sub_drop_counts"].tolist()):
+                    sub_drops[k] = sub_drops.get(k, 0) + int(n)
+                if "gpu_wall" in z.files:
+                    gpu_wall.extend(z["gpu_wall"].tolist())
+                    gpu_stages.append(z["gpu_stages"])
+                rt.extend(str(x) for x in z["rt"])
     host_t, host_cpus, host_busy, host_steal = host.series()
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
@@ -1148,6 +1147,12 @@ def _stage_rows(setup: str, method: str, stages, t0_ns: int) -> list[dict]:
             for p, row, t in zip(prios, d, sub)]
 
 
+def _executor_columns(r: dict, pl: dict) -> list[int]:
+    """The columns of the executors' cores in a run's host series."""
+    cpus = list(r["host_cpus"])
+    return [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
+
+
 def _host_summary(r: dict, pl: dict) -> dict:
     """What the host took from the CPUs during the run (/proc/stat each second, summed over all
     CPUs and over the executors' cores), and the hot path apart for the instances it left
@@ -1155,14 +1160,12 @@ def _host_summary(r: dict, pl: dict) -> dict:
     t, steal = r.get("host_t_ns"), r.get("host_steal_ms")
     if t is None or not len(t):
         return {"host": {"error": r.get("host_error") or "fewer than two samples"}}
-    cpus = list(r["host_cpus"])
-    ex = [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
+    ex = _executor_columns(r, pl)
     lat, drops = r["latency_ms"], r["drops"]
     around = common.steal_around(r["hot_end_ns"], lat, t, steal)
     split = common.split_by_steal(lat, around)
-    quiet = around <= split["quiet_steal_ms"]
-    split["drops"] = {"quiet": int(drops[quiet].sum()), "noisy": int(drops[around > split[
-        "quiet_steal_ms"]].sum())}
+    q = split["quiet_steal_ms"]  # (NaN, no sample near: in neither)
+    split["drops"] = {"quiet": int(drops[around <= q].sum()), "noisy": int(drops[around > q].sum())}
     return {"host": {"samples": int(len(t)),
                      "steal_ms_per_s": common.summarize(steal.sum(axis=1)),
                      "steal_ms_per_s_executor_cpus": common.summarize(steal[:, ex].sum(axis=1)),
@@ -1176,8 +1179,7 @@ def _host_rows(setup: str, method: str, r: dict, pl: dict) -> list[dict]:
     t = r.get("host_t_ns")
     if t is None or not len(t):
         return []
-    cpus = list(r["host_cpus"])
-    ex = [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
+    cpus, ex = r["host_cpus"], _executor_columns(r, pl)
     busy, steal = r["host_busy_ms"], r["host_steal_ms"]
     return [{"setup": setup, "method": method, "t_s": round((int(ti) - r["t0_ns"]) / 1e9, 3),
              "busy_ms": float(b.sum()), "steal_ms": float(st.sum()),

@@ -478,13 +478,20 @@ class HostStat:
     def series(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
         """(interval ends ns [n], the CPUs, busy ms [n, cpus], steal ms [n, cpus]); CPUs that
         came or went during the run are left out."""
-        if len(self._samples) < 2:
-            return np.zeros(0, np.int64), [], np.zeros((0, 0)), np.zeros((0, 0))
-        cpus = sorted(set.intersection(*(set(s) for _t, s in self._samples)))
-        t = np.array([t for t, _s in self._samples], dtype=np.int64)
-        a = np.array([[s[c] for c in cpus] for _t, s in self._samples], dtype=np.float64)
-        d = np.diff(a, axis=0) * self._ms_per_tick
-        return t[1:], cpus, d[:, :, 0], d[:, :, 1]
+        return proc_stat_deltas([t for t, _s in self._samples],
+                                [s for _t, s in self._samples], self._ms_per_tick)
+
+
+def proc_stat_deltas(times: Sequence[int], stats: Sequence[dict[int, tuple[int, int]]],
+                     ms_per_tick: float) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
+    """Consecutive :func:`parse_proc_stat` samples taken at ``times`` as (interval ends [n],
+    the CPUs, busy ms [n, cpus], steal ms [n, cpus]); CPUs that came or went are left out."""
+    if len(stats) < 2:
+        return np.zeros(0, np.int64), [], np.zeros((0, 0)), np.zeros((0, 0))
+    cpus = sorted(set.intersection(*(set(s) for s in stats)))
+    a = np.array([[s[c] for c in cpus] for s in stats], dtype=np.float64)
+    d = np.diff(a, axis=0) * ms_per_tick
+    return np.asarray(times, dtype=np.int64)[1:], cpus, d[:, :, 0], d[:, :, 1]
 
 
 def steal_around(ends_ns, spans_ms, t_ns, steal_ms) -> np.ndarray:

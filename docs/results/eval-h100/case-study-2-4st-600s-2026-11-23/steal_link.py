@@ -33,10 +33,7 @@ def samples():
         else:
             cur.append(line)
     stats.append(common.parse_proc_stat("".join(cur)))
-    cpus = sorted(set.intersection(*(set(s) for s in stats)))
-    a = np.array([[s[c] for c in cpus] for s in stats], dtype=np.float64) * 10.0  # USER_HZ 100
-    d = np.diff(a, axis=0)
-    return np.array(t[1:], dtype=np.int64), cpus, d[:, :, 0], d[:, :, 1]
+    return common.proc_stat_deltas(t, stats, 10.0)  # USER_HZ 100 there
 
 
 def launches():
