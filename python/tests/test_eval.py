@@ -180,6 +180,37 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert (tmp_path / "system_scaled.yaml").read_text().count("chain1") >= 1
     for f in ("fig9_max_latency.png", "fig10_distributions.png", "latency.csv"):
         assert (tmp_path / f).stat().st_size > 0
+    # the host's /proc/stat each second of each measured run (not the calibration), every
+    # instance placed quiet or noisy by the steal around it, chain1's above its bound counted
+    lat_rows = (tmp_path / "latency.csv").read_text().splitlines()
+    assert lat_rows[0] == "chain,method,latency_ms,t_s"
+    host_rows = (tmp_path / "host_stat.csv").read_text().splitlines()
+    assert host_rows[0].startswith("method,t_s,busy_ms,steal_ms,steal_ms_executor_cpus,"
+                                   "steal_ms_cpu")
+    for method in ("ROS 2", "PiCAS", "PAAM"):
+        h = data["host"][method]
+        assert h["samples"] >= duration, h
+        assert sum(1 for line in host_rows if line.startswith(f"{method},")) == h["samples"]
+        assert h["busy_ms_per_s"]["mean"] > 0
+        assert 0 <= h["steal_ms_per_s_executor_cpus"]["max"] <= h["steal_ms_per_s"]["max"]
+        # instances and samples on one clock: the samples span the recorded instances
+        t_host = [float(line.split(",")[1]) for line in host_rows if line.startswith(f"{method},")]
+        rows = [line.split(",") for line in lat_rows[1:] if f",{method}," in line]
+        t_lat = [float(x[3]) for x in rows]
+        assert 0 < min(t_lat) <= max(t_lat) <= duration + 2, (min(t_lat), max(t_lat))
+        assert min(t_host) <= min(t_lat) + 1 and max(t_host) >= max(t_lat), (t_host, t_lat)
+        for chain in ("chain1", "be1"):
+            split = data["latency_by_host_steal"][method][chain]
+            assert split["quiet"]["n"] + split["noisy"]["n"] == data["results"][chain][method][
+                "n"], (method, chain, split)
+        split = data["latency_by_host_steal"][method]["chain1"]
+        bound = data["bound_ms"]["chain1"]
+        assert split["bound_ms"] == bound
+        over = sum(1 for x in rows if x[0] == "chain1" and float(x[2]) > bound)
+        # (latency.csv keeps 3 decimals: an instance within 1 µs of the bound may differ)
+        assert abs(split["above_bound"]["quiet"] + split["above_bound"]["noisy"] - over) <= 1
+    assert "the host (/proc/stat each second)" in r.stdout
+    assert (tmp_path / "fig10b_host_steal.png").stat().st_size > 0
 
 
 def cs2_system():
@@ -506,6 +537,42 @@ def test_steal_around_an_instance_and_the_split_by_steal():
     assert split["correlation"] > 0.9
     assert np.isnan(common.steal_around(ends, spans, np.zeros(0, np.int64),
                                         np.zeros((0, 2)))).all()
+
+
+def test_host_summary_and_rows_count_each_executor_core_once():
+    import numpy as np
+    from paam.eval import common
+    s = 1_000_000_000
+    r = {"host_t_ns": np.array([2, 3]) * s, "host_cpus": [0, 1, 2],
+         "host_busy_ms": np.array([[500.0, 100, 0], [900, 0, 0]]),
+         "host_steal_ms": np.array([[10.0, 20, 30], [0, 0, 70]]), "host_error": ""}
+    # two executors mapped onto core 0 (a small machine), one on a core not sampled
+    h = common.host_summary(r, [0, 0, 7])
+    assert h["samples"] == 2 and h["steal_ms_per_s"]["max"] == 70
+    assert h["steal_ms_per_s_executor_cpus"]["max"] == 10 and h["busy_ms_per_s"]["mean"] == 750
+    rows = common.host_rows(r, [0, 0], s)
+    assert rows[0] == {"t_s": 1.0, "busy_ms": 600.0, "steal_ms": 60.0,
+                       "steal_ms_executor_cpus": 10.0, "steal_ms_cpu0": 10.0,
+                       "steal_ms_cpu1": 20.0, "steal_ms_cpu2": 30.0}
+    # no samples (no /proc/stat): the reason, no rows
+    none = {"host_t_ns": np.zeros(0, np.int64), "host_error": "/proc/stat: missing"}
+    assert common.host_summary(none, [0]) == {"error": "/proc/stat: missing"}
+    assert common.host_rows(none, [0], 0) == []
+
+
+def test_case_study_1_counts_instances_above_the_bound_in_quiet_and_noisy_seconds():
+    import numpy as np
+    from paam.eval import case_study1 as cs1
+    s = 1_000_000_000
+    r = {"latency_ms": {"chain1": np.array([5.0, 9.0, 9.5, 4.0])},
+         "end_ns": {"chain1": np.array([1.5, 3.5, 7.5, 7.6]) * s},
+         "host_t_ns": np.arange(1, 9) * s,
+         "host_steal_ms": np.array([[0], [0], [0], [400], [0], [0], [0], [0]], dtype=float)}
+    got = cs1.latency_by_steal(r, "chain1", 8.0)
+    # the instance ending at 3.5 s sees the 400 ms stolen in the interval ending at 4 s
+    assert got["quiet"]["n"] == 3 and got["noisy"]["n"] == 1 and got["noisy"]["max"] == 9.0
+    assert got["bound_ms"] == 8.0 and got["above_bound"] == {"quiet": 1, "noisy": 1}
+    assert "above_bound" not in cs1.latency_by_steal(r, "chain1", None)
 
 
 def test_case_study_2_marks_hot_path_subscriptions():

@@ -29,10 +29,13 @@ core, modulo their number (all onto core 0 on a 2-core machine).
 
 ``--scale`` multiplies every time (periods, WCETs, segments): 1 is the paper's system; the
 2-core development machine runs it at 0.25 (10 ms segments become 2.5 ms).
-Writes ``latency.csv`` (every chain instance), ``paam_stages.csv`` (paamd's stages of every
-request of the calibration and the measured PAAM run), ``summary.csv``, ``summary.json``,
-``system_scaled.yaml`` (what the bound analyses: ``paam analyze`` it), ``fig9_max_latency.png``
-and ``fig10_distributions.png``.
+Writes ``latency.csv`` (every chain instance: its latency and end, s from the run's start),
+``paam_stages.csv`` (paamd's stages of every request of the calibration and the measured PAAM
+run), ``host_stat.csv`` (/proc/stat each second of each measured run: what the host, a
+hypervisor, took from each CPU), ``summary.csv``, ``summary.json``, ``summary.txt``,
+``system_scaled.yaml`` (what the bound analyses: ``paam analyze`` it), ``fig9_max_latency.png``,
+``fig10_distributions.png`` and ``fig10b_host_steal.png`` (the critical chain's latency over
+time beside the steal, with its bound).
 """
 from __future__ import annotations
 
@@ -364,7 +367,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
 
 
 def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, *,
-               duration: float | None = None, tag: str = "") -> dict:
+               duration: float | None = None, tag: str = "", sample_host: bool = True) -> dict:
+    """Runs ``method`` on ``spec``'s executors, one process each; with ``sample_host``, samples
+    /proc/stat meanwhile (:func:`common.host_series` keys in the result)."""
     ctx = mp.get_context("spawn")
     by_ex: dict[str, list[dict]] = {}
     for ch in spec.chains:
@@ -400,30 +405,38 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
             sync["ready"].get(timeout=120)
         except Exception:  # noqa: BLE001 - queue.Empty
             break
-    start_at = time.monotonic() + 0.3
-    sync["start_at"].value = start_at
-    sync["go"].set()
-    results = {"latency_ms": {}, "gap_ms": {}, "missed": {}, "rt": {}, "body_excess_ms": [],
-               "stages_us": np.zeros((0, 4)), "stage_chain": []}
-    deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
-    for p, path, name in procs:
-        p.join(max(1.0, deadline - time.monotonic()))
-        if p.is_alive():
-            p.kill()
-            raise SystemExit(f"{method}: executor {name} did not finish")
-        if os.path.exists(path + ".err"):
-            raise SystemExit(f"{method}: executor {name} failed: {Path(path + '.err').read_text()}")
-        with np.load(path) as z:
-            for i, chain in enumerate(z["names"]):
-                lat = z[f"lat_{chain}"]
-                results["latency_ms"][str(chain)] = (lat[:, 1] - lat[:, 0]) / 1e6
-                results["gap_ms"][str(chain)] = lat[:, 2] / 1e6
-                results["missed"][str(chain)] = int(z["missed"][i])
-            results["rt"][name] = str(z["rt_note"])
-            results["body_excess_ms"].extend(z["body_excess"].tolist())
-            st = z["stages_ns"]
-            results["stages_us"] = np.vstack([results["stages_us"], st[:, 1:] / 1e3])
-            results["stage_chain"].extend(str(z["names"][i]) for i in st[:, 0])
+    # what the host took from the CPUs meanwhile (a with block: no sampler left on a failure)
+    with (common.HostStat() if sample_host else contextlib.nullcontext()) as host:
+        start_at = time.monotonic() + 0.3
+        sync["start_at"].value = start_at
+        sync["go"].set()
+        # end_ns: each instance's end, CLOCK_MONOTONIC ns (the executors' and HostStat's clock)
+        results = {"latency_ms": {}, "gap_ms": {}, "end_ns": {}, "missed": {}, "rt": {},
+                   "body_excess_ms": [], "stages_us": np.zeros((0, 4)), "stage_chain": [],
+                   "t0_ns": int(start_at * 1e9)}
+        deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
+        for p, path, name in procs:
+            p.join(max(1.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                raise SystemExit(f"{method}: executor {name} did not finish")
+            if os.path.exists(path + ".err"):
+                raise SystemExit(f"{method}: executor {name} failed: "
+                                 f"{Path(path + '.err').read_text()}")
+            with np.load(path) as z:
+                for i, chain in enumerate(z["names"]):
+                    lat = z[f"lat_{chain}"]
+                    results["latency_ms"][str(chain)] = (lat[:, 1] - lat[:, 0]) / 1e6
+                    results["gap_ms"][str(chain)] = lat[:, 2] / 1e6
+                    results["end_ns"][str(chain)] = lat[:, 1]
+                    results["missed"][str(chain)] = int(z["missed"][i])
+                results["rt"][name] = str(z["rt_note"])
+                results["body_excess_ms"].extend(z["body_excess"].tolist())
+                st = z["stages_ns"]
+                results["stages_us"] = np.vstack([results["stages_us"], st[:, 1:] / 1e3])
+                results["stage_chain"].extend(str(z["names"][i]) for i in st[:, 0])
+    if host is not None:
+        results.update(common.host_series(host))
     return results
 
 
@@ -439,6 +452,13 @@ _STAGE_STAMPS = tuple(next((start, end) for name, start, end in LOCAL_STAGES if 
                       for full in _STAGE_NAMES.values())
 
 
+def critical_chain(spec):
+    """The most critical chain (None if all are best-effort): the one whose requests nothing
+    outranks, whose maximum the bound is checked against first."""
+    return max((c for c in spec.chains if not c.best_effort), key=lambda c: c.priority,
+               default=None)
+
+
 def measured_costs(result: dict, spec) -> dict:
     """What a PAAM run measured of the analysis' inputs, from the most critical chain, whose
     requests nothing outranks in the server or on the device and whose executor nothing else
@@ -451,8 +471,7 @@ def measured_costs(result: dict, spec) -> dict:
     while the client should wake). And the rclpy/Python cost per callback (ms) that the declared
     WCETs leave out: the largest callback CPU time beyond its burn, plus the largest time per
     callback that chain spent outside its callbacks (executor, messages)."""
-    top = max((c for c in spec.chains if not c.best_effort), key=lambda c: c.priority,
-              default=None)
+    top = critical_chain(spec)
     st = result["stages_us"]
     mine = np.asarray([top is not None and c == top.name for c in result["stage_chain"]], bool)
     eps = float(st[mine].sum(axis=1).max()) / 1e3 if mine.any() else None
@@ -594,7 +613,8 @@ def run(args: argparse.Namespace) -> int:
                     if args.calibration > 0:
                         print(f"      calibration run ({args.calibration:g} s) ...", flush=True)
                         calib_run = run_method(keys[m], spec, args, tmp, srv.socket_path, dev,
-                                               duration=args.calibration, tag="calibration")
+                                               duration=args.calibration, tag="calibration",
+                                               sample_host=False)
                     results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
                     paamd_said = common.paamd_startup(srv)
             else:
@@ -645,7 +665,9 @@ def run(args: argparse.Namespace) -> int:
                          "p99_ms": s["p99"], "max_ms": s["max"],
                          "bound_ms": _num(bound_plain[ch.name]),
                          "bound_with_ros_cost_ms": _num(bound_ros[ch.name])})
-            raw.extend({"chain": ch.name, "method": m, "latency_ms": float(x)} for x in lat)
+            ends = results[m]["end_ns"].get(ch.name, np.zeros(0, np.int64))
+            raw.extend({"chain": ch.name, "method": m, "latency_ms": float(x),
+                        "t_s": (int(e) - results[m]["t0_ns"]) / 1e9} for x, e in zip(lat, ends))
     common.write_csv(out / "summary.csv", rows)
     common.write_csv(out / "latency.csv", raw)
     stage_rows = []
@@ -658,6 +680,19 @@ def run(args: argparse.Namespace) -> int:
                                   for k, v in zip(STAGES, row)}})
     if stage_rows:
         common.write_csv(out / "paam_stages.csv", stage_rows)
+    # the host: what it took from the CPUs in each measured run, and every chain's instances
+    # apart for where it left them alone
+    host, by_steal, host_rows = {}, {}, []
+    for m in methods:
+        r = results[m]
+        host[m] = common.host_summary(r, mapping.values())
+        host_rows.extend({"method": m, **row}
+                         for row in common.host_rows(r, mapping.values(), r["t0_ns"]))
+        if "error" not in host[m]:
+            by_steal[m] = {ch.name: latency_by_steal(r, ch.name, _num(bound_plain[ch.name]))
+                           for ch in sorted(spec.chains, key=lambda c: -c.priority)}
+    if host_rows:
+        common.write_csv(out / "host_stat.csv", host_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "cpu_mapping": mapping, "device_cpu": dev,
@@ -672,16 +707,26 @@ def run(args: argparse.Namespace) -> int:
         "bound_with_ros_cost_ms": {k: _num(v) for k, v in bound_ros.items()},
         "os_priorities": {m: r["rt"] for m, r in results.items()},
         "executor_wait": {e.name: e.wait for e in spec.executors.values()},
-        "results": summary})
+        "results": summary, "host": host, "latency_by_host_steal": by_steal})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-                  results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run)
+                  results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
+                  host, by_steal)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
         plot_max(spec, methods, summary, bound_plain, bound_ros, out / "fig9_max_latency.png", args)
         plot_dist(spec, methods, results, bound_plain, out / "fig10_distributions.png", args)
+        top = critical_chain(spec)
+        panels = _host_panels(results, methods, top.name) if top is not None else []
+        if panels:
+            common.plot_host(panels, out / "fig10b_host_steal.png",
+                             f"Case study 1 (times x{args.scale:g}): {top.name}'s latency over "
+                             "time (dashed: its bound), and what the host stole from the CPUs",
+                             ylabel=f"{top.name} (ms)",
+                             bounds=[_num(bound_plain[top.name])] * len(panels))
         print(f"wrote {out}/summary.csv, latency.csv, paam_stages.csv, summary.json, summary.txt, "
-              "system_scaled.yaml, fig9_max_latency.png, fig10_distributions.png")
+              "system_scaled.yaml, fig9_max_latency.png, fig10_distributions.png"
+              + (", host_stat.csv, fig10b_host_steal.png" if panels else ""))
     except Exception as exc:  # noqa: BLE001
         print(f"wrote {out}/summary.*, latency.csv (no plots: {exc})")
     return 0
@@ -691,8 +736,26 @@ def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
+def latency_by_steal(r: dict, chain: str, bound: float | None) -> dict:
+    """A chain's instances in a run apart for where the host left the CPUs alone and the others
+    (:func:`common.split_by_steal` of the steal around each, :func:`common.steal_around`), and
+    how many of those above ``bound`` fell in each: whether a maximum beyond the bound is the
+    hypervisor's."""
+    lat = r["latency_ms"].get(chain, np.zeros(0))
+    around = common.steal_around(r["end_ns"].get(chain, np.zeros(0, np.int64)), lat,
+                                 r["host_t_ns"], r["host_steal_ms"])
+    split = common.split_by_steal(lat, around)
+    if bound is not None:
+        q, over = split["quiet_steal_ms"], lat > bound  # (NaN, no sample near: in neither)
+        split["bound_ms"] = bound
+        split["above_bound"] = {"quiet": int((over & (around <= q)).sum()),
+                                "noisy": int((over & (around > q)).sum())}
+    return split
+
+
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
-           results, in_run, server_note, eps_from, measured_in, idle, costs_in_run) -> str:
+           results, in_run, server_note, eps_from, measured_in, idle, costs_in_run,
+           host=None, by_steal=None) -> str:
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
@@ -745,7 +808,54 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
                 and _num(bound_plain[ch.name]) is not None
                 and summary[ch.name]["PAAM"]["max"] > bound_plain[ch.name]]
         lines.append("PAAM maxima above the bound (paper WCETs): " + (", ".join(over) or "none"))
+    if host:
+        _render_host(lines, spec, methods, host, by_steal or {})
     return "\n".join(lines) + "\n"
+
+
+def _render_host(lines: list, spec, methods, host: dict, by_steal: dict) -> None:
+    """summary.txt's host block: per method the steal, and the critical chain's instances where
+    the host left the CPUs alone against the others (and, with a bound, those beyond it)."""
+    top = critical_chain(spec)
+    lines.append("the host (/proc/stat each second): ms stolen per s from all CPUs, mean / max "
+                 "(executor cores)" + (
+                     f"; {top.name} where the host stole at most {common.QUIET_STEAL_MS:g} ms/s "
+                     "around the instance | more (n, p99 / max ms); instances above the bound "
+                     "(paper WCETs; how many noisy); latency's correlation with steal"
+                     if top is not None else ""))
+    for m in methods:
+        h = host.get(m, {})
+        if "error" in h:
+            lines.append(f"  {m}: not sampled ({h['error']})")
+            continue
+        a, e = h["steal_ms_per_s"], h["steal_ms_per_s_executor_cpus"]
+        line = (f"  {m}: {common.fmt(a['mean'], 0)} / {common.fmt(a['max'], 0)} "
+                f"({common.fmt(e['mean'], 0)} / {common.fmt(e['max'], 0)})")
+        sp = by_steal.get(m, {}).get(top.name) if top is not None else None
+        if sp:
+            q, n, ab = sp["quiet"], sp["noisy"], sp.get("above_bound")
+            line += (f" | quiet {q['n']}, {common.fmt(q['p99'])} / {common.fmt(q['max'])} | "
+                     f"noisy {n['n']}, {common.fmt(n['p99'])} / {common.fmt(n['max'])}")
+            if ab:
+                line += (f" | above the bound {common.fmt(sp['bound_ms'])}: "
+                         f"{ab['quiet'] + ab['noisy']} ({ab['noisy']} noisy)")
+            line += f" | r {common.fmt(sp['correlation'], 2)}"
+        lines.append(line)
+
+
+def _host_panels(results, methods, chain: str) -> list:
+    """common.plot_host's panels: per sampled run, ``chain``'s instances and the steal, in s
+    from the run's start."""
+    panels = []
+    for m in methods:
+        r = results[m]
+        t = r.get("host_t_ns")
+        if t is None or not len(t):
+            continue
+        ends = r["end_ns"].get(chain, np.zeros(0, np.int64))
+        panels.append((m, (ends - r["t0_ns"]) / 1e9, r["latency_ms"].get(chain, np.zeros(0)),
+                       (np.asarray(t) - r["t0_ns"]) / 1e9, r["host_steal_ms"].sum(axis=1)))
+    return panels
 
 
 def plot_max(spec, methods, summary, bound_plain, bound_ros, path: Path, args) -> None:

@@ -786,7 +786,6 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                     gpu_wall.extend(z["gpu_wall"].tolist())
                     gpu_stages.append(z["gpu_stages"])
                 rt.extend(str(x) for x in z["rt"])
-    host_t, host_cpus, host_busy, host_steal = host.series()
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -801,8 +800,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
                               else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64)),
             # /proc/stat every second: interval ends (ns), CPUs, busy and stolen ms per CPU
-            "host_t_ns": host_t, "host_cpus": host_cpus, "host_busy_ms": host_busy,
-            "host_steal_ms": host_steal, "host_error": host.error}
+            **common.host_series(host)}
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -1057,9 +1055,10 @@ def run(args: argparse.Namespace) -> int:
         plot_drops(results, setups, methods, out / "fig11c_drops.png", args)
         panels = _host_panels(results, setups, methods)
         if panels:
-            plot_host(panels, out / "fig11d_host_steal.png",
-                      f"Case study 2 (x{args.scale:g}, GPU segment {args.gpu_ms_eff:g} ms): "
-                      "hot-path latency over time, and what the host stole from the CPUs")
+            common.plot_host(panels, out / "fig11d_host_steal.png",
+                             f"Case study 2 (x{args.scale:g}, GPU segment {args.gpu_ms_eff:g} "
+                             "ms): hot-path latency over time, and what the host stole from "
+                             "the CPUs")
         print(f"wrote {out}/summary.csv, hot_path.csv, bp_period.csv, summary.json, "
               "summary.txt, fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png"
               + (", host_stat.csv, fig11d_host_steal.png" if panels else ""))
@@ -1147,45 +1146,26 @@ def _stage_rows(setup: str, method: str, stages, t0_ns: int) -> list[dict]:
             for p, row, t in zip(prios, d, sub)]
 
 
-def _executor_columns(r: dict, pl: dict) -> list[int]:
-    """The columns of the executors' cores in a run's host series."""
-    cpus = list(r["host_cpus"])
-    return [cpus.index(c) for c in pl["executor_cpus"].values() if c in cpus]
-
-
 def _host_summary(r: dict, pl: dict) -> dict:
     """What the host took from the CPUs during the run (/proc/stat each second, summed over all
     CPUs and over the executors' cores), and the hot path apart for the instances it left
     alone (:func:`common.split_by_steal`)."""
-    t, steal = r.get("host_t_ns"), r.get("host_steal_ms")
-    if t is None or not len(t):
-        return {"host": {"error": r.get("host_error") or "fewer than two samples"}}
-    ex = _executor_columns(r, pl)
+    host = common.host_summary(r, pl["executor_cpus"].values())
+    if "error" in host:
+        return {"host": host}
     lat, drops = r["latency_ms"], r["drops"]
-    around = common.steal_around(r["hot_end_ns"], lat, t, steal)
+    around = common.steal_around(r["hot_end_ns"], lat, r["host_t_ns"], r["host_steal_ms"])
     split = common.split_by_steal(lat, around)
     q = split["quiet_steal_ms"]  # (NaN, no sample near: in neither)
     split["drops"] = {"quiet": int(drops[around <= q].sum()), "noisy": int(drops[around > q].sum())}
-    return {"host": {"samples": int(len(t)),
-                     "steal_ms_per_s": common.summarize(steal.sum(axis=1)),
-                     "steal_ms_per_s_executor_cpus": common.summarize(steal[:, ex].sum(axis=1)),
-                     "busy_ms_per_s": common.summarize(r["host_busy_ms"].sum(axis=1))},
-            "hot_path_by_host_steal": split}
+    return {"host": host, "hot_path_by_host_steal": split}
 
 
 def _host_rows(setup: str, method: str, r: dict, pl: dict) -> list[dict]:
-    """host_stat.csv: one row per /proc/stat sample of the run (t_s on hot_path.csv's clock):
-    busy and stolen ms of all CPUs, stolen ms of the executors' cores, and of each CPU."""
-    t = r.get("host_t_ns")
-    if t is None or not len(t):
-        return []
-    cpus, ex = r["host_cpus"], _executor_columns(r, pl)
-    busy, steal = r["host_busy_ms"], r["host_steal_ms"]
-    return [{"setup": setup, "method": method, "t_s": round((int(ti) - r["t0_ns"]) / 1e9, 3),
-             "busy_ms": float(b.sum()), "steal_ms": float(st.sum()),
-             "steal_ms_executor_cpus": float(st[ex].sum()),
-             **{f"steal_ms_cpu{c}": float(x) for c, x in zip(cpus, st)}}
-            for ti, b, st in zip(t, busy, steal)]
+    """host_stat.csv: one row per /proc/stat sample of the run (:func:`common.host_rows`, t_s
+    on hot_path.csv's clock)."""
+    return [{"setup": setup, "method": method, **row}
+            for row in common.host_rows(r, pl["executor_cpus"].values(), r["t0_ns"])]
 
 
 def _per_run(lines: list, summary, setups, methods, key: str, title: str, fmt) -> None:
@@ -1383,31 +1363,6 @@ def plot_drops(results, setups, methods, path: Path, args) -> None:
     ax.set_title(f"Case study 2 (x{args.scale:g}): dropped samples per hot-path instance "
                  "(Fig. 11c)\ninstances with 1, 2, ... drops; text: total drops, share of "
                  "instances with any", fontsize=9)
-    common.save(fig, path)
-
-
-def plot_host(panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-              path: Path, title: str) -> None:
-    """One panel per run: each hot-path instance's latency at its time (dots, left axis) and
-    what the host stole from all CPUs in each second (shaded, right axis).
-    ``panels``: (label, instance t_s, latency ms, sample t_s, steal ms per sample)."""
-    plt = common.pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.2 * len(panels) + 0.6),
-                             squeeze=False)
-    stop = max([float(np.max(p[4])) for p in panels if len(p[4])] + [50.0]) * 1.1
-    for ax, (label, ts, lat, ht, steal) in zip(axes[:, 0], panels):
-        ax2 = ax.twinx()
-        ax2.fill_between(ht, steal, step="pre", color="#999999", alpha=0.35, lw=0)
-        ax2.set_ylim(0, stop)
-        ax2.set_ylabel("stolen ms/s", fontsize=8, color="#666666")
-        ax.set_zorder(ax2.get_zorder() + 1)
-        ax.patch.set_visible(False)
-        ax.plot(ts, lat, ".", ms=2, color=common.COLORS.get(label.split(" ", 1)[-1], "#4c9be8"))
-        ax.set_ylim(0, (float(np.max(lat)) if len(lat) else 1.0) * 1.1)
-        ax.set_ylabel("hot path (ms)", fontsize=8)
-        ax.set_title(label, fontsize=8, loc="left")
-    axes[-1, 0].set_xlabel("time in the run (s)")
-    fig.suptitle(title, fontsize=9)
     common.save(fig, path)
 
 

@@ -527,6 +527,49 @@ def split_by_steal(values, steal, quiet_ms: float = QUIET_STEAL_MS) -> dict[str,
             "noisy": summarize(v[s > quiet_ms]), "correlation": corr}
 
 
+def host_series(host: HostStat) -> dict[str, Any]:
+    """A finished :class:`HostStat` as a run's result keys, the form :func:`host_summary` and
+    :func:`host_rows` read: interval ends (``host_t_ns``, CLOCK_MONOTONIC ns), the CPUs, busy
+    and stolen ms per CPU and interval, and why there are none (``host_error``)."""
+    t, cpus, busy, steal = host.series()
+    return {"host_t_ns": t, "host_cpus": cpus, "host_busy_ms": busy, "host_steal_ms": steal,
+            "host_error": host.error}
+
+
+def _host_columns(r: dict, executor_cpus: Iterable[int]) -> list[int]:
+    """The columns of the executors' cores in a run's host series, each core once (executors
+    mapped onto one core share it)."""
+    cpus = list(r["host_cpus"])
+    return [cpus.index(c) for c in sorted(set(executor_cpus)) if c in cpus]
+
+
+def host_summary(r: dict, executor_cpus: Iterable[int]) -> dict[str, Any]:
+    """What the host took from the CPUs during a run (:func:`host_series` keys of ``r``), per
+    sample summed over all CPUs and over the executors' cores; ``error`` where there are not
+    two samples to take a difference of."""
+    t, steal = r.get("host_t_ns"), r.get("host_steal_ms")
+    if t is None or not len(t):
+        return {"error": r.get("host_error") or "fewer than two samples"}
+    ex = _host_columns(r, executor_cpus)
+    return {"samples": int(len(t)), "steal_ms_per_s": summarize(steal.sum(axis=1)),
+            "steal_ms_per_s_executor_cpus": summarize(steal[:, ex].sum(axis=1)),
+            "busy_ms_per_s": summarize(r["host_busy_ms"].sum(axis=1))}
+
+
+def host_rows(r: dict, executor_cpus: Iterable[int], t0_ns: int) -> list[dict[str, Any]]:
+    """host_stat.csv's rows of a run, one per /proc/stat sample (t_s: seconds since ``t0_ns``,
+    the clock of the run's other CSV files): busy and stolen ms of all CPUs, stolen ms of the
+    executors' cores, and of each CPU."""
+    t = r.get("host_t_ns")
+    if t is None or not len(t):
+        return []
+    cpus, ex = r["host_cpus"], _host_columns(r, executor_cpus)
+    return [{"t_s": round((int(ti) - t0_ns) / 1e9, 3), "busy_ms": float(b.sum()),
+             "steal_ms": float(st.sum()), "steal_ms_executor_cpus": float(st[ex].sum()),
+             **{f"steal_ms_cpu{c}": float(x) for c, x in zip(cpus, st)}}
+            for ti, b, st in zip(t, r["host_busy_ms"], r["host_steal_ms"])]
+
+
 def stress_tool() -> str:
     return "stress-ng (--cpu 2 --vm 1 --timer 1 per core)" if _which("stress-ng") else \
         "built-in stressor (2 processes per core: arithmetic, 8 MiB memory churn, 0.2 ms sleeps)"
@@ -555,3 +598,42 @@ def save(fig, path: Path, dpi: int = 100) -> None:
     fig.savefig(path, dpi=dpi)
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def plot_host(panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+              path: Path, title: str, ylabel: str = "hot path (ms)",
+              bounds: Sequence[float | None] | None = None) -> None:
+    """One panel per run: each instance's latency at its time (dots, left axis) and what the
+    host stole from all CPUs in each second (shaded, right axis): whether the slow instances
+    fall where the hypervisor took the CPUs away.
+    ``panels``: (label, instance t_s, latency ms, sample t_s, steal ms per sample); ``bounds``:
+    per panel a latency bound drawn dashed (off scale beyond 1.5x the largest latency: then
+    named). A panel's color is its method's: the label, or the label past its first word."""
+    plt = pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.2 * len(panels) + 0.6),
+                             squeeze=False)
+    stop = max([float(np.max(p[4])) for p in panels if len(p[4])] + [50.0]) * 1.1
+    for i, (ax, (label, ts, lat, ht, steal)) in enumerate(zip(axes[:, 0], panels)):
+        ax2 = ax.twinx()
+        ax2.fill_between(ht, steal, step="pre", color="#999999", alpha=0.35, lw=0)
+        ax2.set_ylim(0, stop)
+        ax2.set_ylabel("stolen ms/s", fontsize=8, color="#666666")
+        ax.set_zorder(ax2.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        ax.plot(ts, lat, ".", ms=2,
+                color=COLORS.get(label, COLORS.get(label.split(" ", 1)[-1], "#4c9be8")))
+        top = float(np.max(lat)) if len(lat) else 1.0
+        b = bounds[i] if bounds else None
+        if b is not None and math.isfinite(b) and b <= 1.5 * top:
+            ax.axhline(b, color=COLORS["bound"], ls="--", lw=0.8)
+            top = max(top, b)
+        elif bounds:
+            ax.text(0.99, 0.95, f"bound {b:.1f} ms (off scale)" if b is not None
+                    and math.isfinite(b) else "unbounded",
+                    transform=ax.transAxes, ha="right", va="top", fontsize=7)
+        ax.set_ylim(0, top * 1.1)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(label, fontsize=8, loc="left")
+    axes[-1, 0].set_xlabel("time in the run (s)")
+    fig.suptitle(title, fontsize=9)
+    save(fig, path)

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from paam.eval import common
-from paam.eval.case_study2 import plot_host
 
 HERE = Path(__file__).resolve().parent
 E0_CPU = 2
@@ -78,9 +77,9 @@ def main():
     print(common.table([["run", "steal ms/s mean / max", "quiet s", "quiet n", "p99", "max",
                          "drops", "noisy n", "p99", "max", "drops", "r(lat, steal)"]] + rows,
                        right=range(1, 12)))
-    plot_host(panels, HERE / "fig11d_host_steal.png",
-              "Case study 2, 4ST, GPU segment 2.5 ms, lent H100 2026-11-23: hot-path latency "
-              "over time, and what the host stole from the CPUs")
+    common.plot_host(panels, HERE / "fig11d_host_steal.png",
+                     "Case study 2, 4ST, GPU segment 2.5 ms, lent H100 2026-11-23: hot-path latency "
+                     "over time, and what the host stole from the CPUs")
 
 
 if __name__ == "__main__":
