@@ -896,8 +896,7 @@ def plot_dist(spec, methods, results, bound_plain, path: Path, args) -> None:
         for patch, m in zip(parts["boxes"], methods):
             patch.set_facecolor(common.COLORS[m])
         b = _num(bound_plain[c.name])
-        top = max(float(np.nanmax(d)) for d in data) if any(np.isfinite(d).any() for d in data) \
-            else 1.0
+        top = max((float(np.nanmax(d)) for d in data if np.isfinite(d).any()), default=1.0)
         if b is not None and b <= 1.5 * top:
             ax.axhline(b, color="k", ls="--", lw=0.8)
             ax.set_ylim(0, max(top, b) * 1.1)

@@ -230,7 +230,12 @@ def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-awake", action="store_true",
                    help="one SCHED_IDLE busy loop per core during the runs of every method "
                         "(user space's idle=poll): a woken thread then does not wait for its "
-                        "halted virtual CPU to be resumed (on a VM) or for a C-state exit")
+                        "halted virtual CPU to be resumed (on a VM) or for a C-state exit. "
+                        "On a VM it costs the worst case where the host is short of CPUs: the "
+                        "never-idle guest then loses whole vCPUs for a host slice (100 ms on "
+                        "one lent H100 of 2026-11-23, where it raised case study 2's maximum "
+                        "from 126-134 to 183 ms; docs/evaluation.md section 2); look at "
+                        "host_stat.csv before trusting a maximum taken with it")
 
 
 def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.Namespace) -> list[int]:
