@@ -51,8 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="lower-priority load timers in the same executor (default 4, at most 8)")
     p.add_argument("--load-ms", type=float, default=1.5,
                    help="CPU time each load callback burns (default 1.5)")
-    p.add_argument("--executors", default=",".join(EXECUTORS), help="subset of " + ", ".join(EXECUTORS))
-    p.add_argument("--scenarios", default=",".join(SCENARIOS), help="subset of " + ", ".join(SCENARIOS))
+    p.add_argument("--executors", default=",".join(EXECUTORS),
+                   help="subset of " + ", ".join(EXECUTORS))
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help="subset of " + ", ".join(SCENARIOS))
     p.add_argument("--cpu", type=int, default=0, help="the executor's core (default 0)")
     p.add_argument("--stress-per-cpu", type=int, default=2, help="stressor processes per core")
     p.add_argument("--rt", default="auto", choices=["auto", "fifo", "nice"],
@@ -209,8 +211,9 @@ def run(args: argparse.Namespace) -> int:
     meta = common.machine_meta("cpu")
     load_util = sum(args.load_ms / p for p in LOAD_PERIODS_MS[:args.load])
     warmup_s = 0.5
-    print(f"paam eval activation: {args.timers} timers every {args.period_ms} ms on CPU {args.cpu}, "
-          f"{args.load} load timers ({load_util:.0%} of the core), {args.duration:.0f} s per run\n"
+    print(f"paam eval activation: {args.timers} timers every {args.period_ms} ms on CPU "
+          f"{args.cpu}, {args.load} load timers ({load_util:.0%} of the core), "
+          f"{args.duration:.0f} s per run\n"
           f"  {common.machine_line(meta)}; stress: {common.stress_tool()}", flush=True)
     results: dict[str, dict[str, dict]] = {}
     n = len(executors) * len(scenarios)
@@ -286,7 +289,8 @@ def render(summary: dict, meta: dict, args, load_util: float) -> str:
 
 def plot(results: dict, out: Path, args) -> None:
     plt = common.pyplot()
-    colors = {"ros2": common.COLORS["ROS 2"], "picas-nort": "#b3a2d6", "picas": common.COLORS["PiCAS"]}
+    colors = {"ros2": common.COLORS["ROS 2"], "picas-nort": "#b3a2d6",
+              "picas": common.COLORS["PiCAS"]}
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(4.3 * n, 3.6), squeeze=False, sharey=True)
     allv = np.concatenate([np.concatenate(r["latency_us"]) for per in results.values()

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import math
 import multiprocessing as mp
 import os
@@ -351,7 +350,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         per = int(chain.period_ms * 1e6)
         expected = 0 if fe is None else (stop - fe) // per + 1
         missed[chain.name] = max(0, int(expected - calls[chain.name]))
-    arrays = {f"lat_{k}": np.asarray(v, dtype=np.int64).reshape(-1, 3) for k, v in latencies.items()}
+    arrays = {f"lat_{k}": np.asarray(v, dtype=np.int64).reshape(-1, 3)
+              for k, v in latencies.items()}
     np.savez(path, **arrays, body_excess=np.asarray(body_excess),
              stages_ns=np.asarray(stages_ns, dtype=np.int64).reshape(-1, 5),
              missed=np.asarray([missed[c.name] for c in chains]),

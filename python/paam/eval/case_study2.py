@@ -7,8 +7,8 @@ EuclideanClusterSettings 25), nine transforms, five fusions (publish once both i
 arrived, then clear), the cyclic BehaviorPlanner (a 100 ms timer fusing the latest of its six
 inputs), the intersection node EuclideanClusterDetector (two input -> output connections) and
 two command sinks. Every topic is KEEP_LAST(1). Each callback burns the reference system's
-run time for it (``run_ms`` in ``SYSTEM``: the number cruncher's time, burned as thread CPU time by a
-direct-mode ``spin`` kernel, so it releases the GIL) and then runs a GPU segment (the ``spin``
+run time for it (``run_ms`` in ``SYSTEM``: the number cruncher's time, burned as thread CPU time
+by a direct-mode ``spin`` kernel, so it releases the GIL) and then runs a GPU segment (the ``spin``
 kernel, ``--gpu-ms``), except the BehaviorPlanner's seven callbacks (as in the paper). The rear
 points transformer also runs a segment on a second accelerator, ``--tpu-ms``: the Coral TPU's
 stand-in, a CPU-backend device with one non-preemptive context on its own core.
@@ -1193,8 +1193,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else ""),
              common.machine_line(meta),
-             f"hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
-             f"samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]
+             "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
+             "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]
     head = ["setup", "method", "n", "hot min", "mean", "p99", "max", "drops", "inst w/ drops",
             "lidar skipped", "BP mean", "BP min", "BP max", "BP std"]
     rows = [head]

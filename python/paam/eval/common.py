@@ -149,7 +149,9 @@ def table(rows: list[list[str]], right: Iterable[int] = ()) -> str:
 
 
 def fmt(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{x:.{digits}f}"
 
 
 # -- CPU placement ------------------------------------------------------------------------------
@@ -238,7 +240,8 @@ def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
                         "host_stat.csv before trusting a maximum taken with it")
 
 
-def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int], args: argparse.Namespace) -> list[int]:
+def awake_cpus(cpus: Sequence[int], server_cpus: Sequence[int],
+               args: argparse.Namespace) -> list[int]:
     """The cores ``--keep-awake`` busies: all of ``cpus`` but paamd's when paamd polls (a
     polling thread keeps its core awake already, and beside a thread that never sleeps the fair
     scheduler still hands the busy loop slices of milliseconds: the likely cause of a 3.6 ms

@@ -233,7 +233,8 @@ def _gpu_ids() -> list[str]:
                                  timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return [str(i) for i, line in enumerate(l for l in listing.splitlines() if l.startswith("GPU"))]
+    gpus = [line for line in listing.splitlines() if line.startswith("GPU")]
+    return [str(i) for i in range(len(gpus))]
 
 
 def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warmup: int,
@@ -403,7 +404,7 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
         print(f"  note: {meta['note']}", flush=True)
     # (each part's warm-up is in "runs"; the joined data has none left to drop)
     cfg = {**p, "frames_kept": frames, "warmup": 0, "parts": parts_of, "runs": runs}
-    print(f"paam eval wait-strategies --from-raw: "
+    print("paam eval wait-strategies --from-raw: "
           + ", ".join(f"{c} ({parts_of[c]} part(s), {kept[c]} frames)" for c in raw), flush=True)
     return report(raw, meta, cfg, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
 
@@ -504,7 +505,8 @@ def plot_profiles(raw: dict, path: Path, cfg: dict) -> None:
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
     for ax, (config, data) in zip(axes[:, 0], raw.items()):
         for u, v in enumerate(_exec_us(data)):
-            ax.plot(np.arange(v.size), v, ".", ms=1.5, alpha=0.6, rasterized=True, label=f"unit {u}")
+            ax.plot(np.arange(v.size), v, ".", ms=1.5, alpha=0.6, rasterized=True,
+                    label=f"unit {u}")
         ax.set_yscale("log")
         ax.set_ylabel("µs")
         ax.text(0.99, 0.85, config, transform=ax.transAxes, ha="right", fontsize=8)

@@ -78,8 +78,8 @@ def main():
                          "drops", "noisy n", "p99", "max", "drops", "r(lat, steal)"]] + rows,
                        right=range(1, 12)))
     common.plot_host(panels, HERE / "fig11d_host_steal.png",
-                     "Case study 2, 4ST, GPU segment 2.5 ms, lent H100 2026-11-23: hot-path latency "
-                     "over time, and what the host stole from the CPUs")
+                     "Case study 2, 4ST, GPU segment 2.5 ms, lent H100 2026-11-23: hot-path "
+                     "latency over time, and what the host stole from the CPUs")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ def analyse(run: str) -> dict:
             return np.zeros(len(x), bool)
         return (np.abs(x[:, None] - chunk_t[None, :]) <= NEAR_S).any(axis=1)
 
+    # stalls: slow requests less than a second apart count once (one stall delays several)
+    srt = np.sort(slow)
+    events = srt[np.concatenate([[True], np.diff(srt) >= 1.0])] if len(srt) else srt
     grid = np.arange(t[0], t[-1], 0.1)
     lidar = s["lidar_samples"]
     hot = [float(r["latency_ms"]) for r in rows(run, "hot_path.csv.gz")]
@@ -51,6 +54,7 @@ def analyse(run: str) -> dict:
             "busy": s["host"]["busy_ms_per_s"]["mean"], "steal": s["host"]["steal_ms_per_s"],
             "per_cpu": per_cpu[per_cpu > 0], "chunks": int((per_cpu >= CHUNK_MS).sum()),
             "slow": len(slow), "slow_near": int(near(slow).sum()),
+            "events": len(events), "events_near": int(near(events).sum()),
             "base": float(near(grid).mean()) if len(grid) else float("nan")}
 
 
@@ -58,17 +62,24 @@ def main() -> None:
     res = [analyse(r) for r in RUNS]
     head = ["run", "n", "mean", "p99", "max", "drops", "lidar skipped", "busy ms/s",
             "steal ms/s mean / max", f"CPU-s >= {CHUNK_MS:g} ms stolen",
-            f"requests > {SLOW_MS:g} ms", "of them near such a second", "run time near one"]
+            f"requests > {SLOW_MS:g} ms", "near such a second", "stalls (1 s apart)", "near",
+            "run time near one"]
     body = [[r["run"], str(r["hp"]["n"]), common.fmt(r["hp"]["mean"]), common.fmt(r["hp"]["p99"]),
              common.fmt(r["hp"]["max"]), str(r["drops"]), str(r["skipped"]),
              common.fmt(r["busy"], 0),
              f"{common.fmt(r['steal']['mean'], 0)} / {common.fmt(r['steal']['max'], 0)}",
-             str(r["chunks"]), str(r["slow"]), str(r["slow_near"]), f"{r['base']:.0%}"]
+             str(r["chunks"]), str(r["slow"]), str(r["slow_near"]), str(r["events"]),
+             str(r["events_near"]), f"{r['base']:.0%}"]
             for r in res]
+    # in the runs with such seconds: were the stalls placed at random in time, all would fall
+    # near one with this chance
+    chance = float(np.prod([r["base"] ** r["events"] for r in res if r["events"] and r["chunks"]]))
     text = ("hot path (ms), drops and lidar periods skipped per run; busy and steal: /proc/stat, "
             "all 16 CPUs; a request's time is submitted -> woken (paamd's stamps); near: within "
             f"{NEAR_S:g} s of a second in which one CPU lost >= {CHUNK_MS:g} ms to the host\n"
-            + common.table([head] + body, right=range(1, 13)) + "\n")
+            + common.table([head] + body, right=range(1, 15)) + "\n"
+            + "in the runs with such seconds, the chance that every stall falls near one, were "
+            f"the stalls placed at random: {chance:.1g} (product of run time near one ** stalls)\n")
     (HERE / "keep_awake.txt").write_text(text)
     print(text)
 
