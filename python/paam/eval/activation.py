@@ -82,7 +82,7 @@ def executor_main(cfg: dict, path: str) -> None:
     try:
         _executor(cfg, path)
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}")
+        common.child_failed(path, exc)
 
 
 def _executor(cfg: dict, path: str) -> None:
@@ -173,12 +173,8 @@ def run_one(cfg: dict, tmp: str) -> dict:
     path = os.path.join(tmp, f"{cfg['executor']}-{cfg['scenario']}.npz")
     proc = mp.get_context("spawn").Process(target=executor_main, args=(cfg, path))
     proc.start()
-    proc.join(cfg["warmup_s"] + cfg["duration_s"] + 120)
-    if proc.is_alive():
-        proc.kill()
-        raise SystemExit(f"{cfg['executor']}/{cfg['scenario']}: executor did not finish")
-    if os.path.exists(path + ".err"):
-        raise SystemExit(f"{cfg['executor']}/{cfg['scenario']}: {Path(path + '.err').read_text()}")
+    common.join_child(proc, path, f"{cfg['executor']}/{cfg['scenario']}: executor",
+                      cfg["warmup_s"] + cfg["duration_s"] + 120)
     with np.load(path) as z:
         lat = [z[f"t{i}"] / 1e3 for i in range(cfg["timers"])]
         return {"latency_us": lat, "missed": [int(x) for x in z["missed"]],

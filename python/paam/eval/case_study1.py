@@ -161,9 +161,8 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
     try:
         _executor(cfg, path, sync)
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        import traceback
         sync["ready"].put("failed")
-        Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        common.child_failed(path, exc)
 
 
 def _executor(cfg: dict, path: str, sync: dict) -> None:
@@ -416,13 +415,8 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                    "t0_ns": int(start_at * 1e9)}
         deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
         for p, path, name in procs:
-            p.join(max(1.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                raise SystemExit(f"{method}: executor {name} did not finish")
-            if os.path.exists(path + ".err"):
-                raise SystemExit(f"{method}: executor {name} failed: "
-                                 f"{Path(path + '.err').read_text()}")
+            common.join_child(p, path, f"{method}: executor {name}",
+                              deadline - time.monotonic())
             with np.load(path) as z:
                 for i, chain in enumerate(z["names"]):
                     lat = z[f"lat_{chain}"]

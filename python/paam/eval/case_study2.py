@@ -304,9 +304,8 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
     try:
         _executor(cfg, path, sync)
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        import traceback
         sync["ready"].put("failed")
-        Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        common.child_failed(path, exc)
 
 
 class _Graph:
@@ -767,13 +766,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
         gpu_wall, gpu_stages, sub_drops = [], [], {}
         for p, path, name in procs:
-            p.join(max(1.0, finish + 120 - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                raise SystemExit(f"{setup}/{method}: process {name} did not finish")
-            if os.path.exists(path + ".err"):
-                raise SystemExit(f"{setup}/{method}: process {name} failed: "
-                                 f"{Path(path + '.err').read_text()}")
+            common.join_child(p, path, f"{setup}/{method}: process {name}",
+                              finish + 120 - time.monotonic())
             with np.load(path) as z:
                 hot.append(z["hot"])
                 if z["bp_starts"].size:

@@ -386,6 +386,24 @@ def stop_processes(procs: Iterable[Any], timeout: float = 5.0) -> None:
                 p.join()
 
 
+def child_failed(path: str, exc: BaseException) -> None:
+    """In a worker process: leave ``exc`` and its traceback at ``path``.err for
+    :func:`join_child` to report (a raised exception dies with the child)."""
+    import traceback
+    Path(path + ".err").write_text(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def join_child(proc: Any, path: str, what: str, timeout: float) -> None:
+    """Waits up to ``timeout`` s for a worker process, then stops the run with a clear error if
+    it hung (killed) or failed (its :func:`child_failed` note): nothing is left running."""
+    proc.join(max(1.0, timeout))
+    if proc.is_alive():
+        proc.kill()
+        raise SystemExit(f"{what} did not finish")
+    if os.path.exists(path + ".err"):
+        raise SystemExit(f"{what} failed: {Path(path + '.err').read_text()}")
+
+
 def _awake_main(cpu: int, stop_at: float) -> None:
     pin_this_thread([cpu])
     try:
