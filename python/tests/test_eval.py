@@ -581,3 +581,33 @@ def test_case_study_2_marks_hot_path_subscriptions():
     assert cs2._hot_subscription("EuclideanClusterDetector<-RayGroundFilter")
     assert not cs2._hot_subscription("EuclideanClusterDetector<-EuclideanClusterSettings")
     assert not cs2._hot_subscription("BehaviorPlanner<-ObjectCollisionEstimator")
+
+
+def test_join_child_reports_a_failed_or_hung_worker_and_leaves_nothing_running(tmp_path):
+    from paam.eval import common
+
+    class Proc:  # the part of multiprocessing.Process that join_child uses
+        def __init__(self, hangs):
+            self.alive, self.joined, self.killed = hangs, None, False
+
+        def join(self, timeout):
+            self.joined = timeout
+
+        def is_alive(self):
+            return self.alive and not self.killed
+
+        def kill(self):
+            self.killed = True
+
+    path = str(tmp_path / "worker.npz")
+    common.join_child(Proc(False), path, "E0", 5.0)  # finished, no note: fine
+    hung = Proc(True)
+    with pytest.raises(SystemExit, match="E0 did not finish"):
+        common.join_child(hung, path, "E0", -3.0)
+    assert hung.killed and hung.joined == 1.0  # a deadline already past still waits 1 s
+    try:
+        raise ValueError("no GPU")
+    except ValueError as exc:
+        common.child_failed(path, exc)
+    with pytest.raises(SystemExit, match=r"E0 failed: ValueError: no GPU\n(.|\n)*Traceback"):
+        common.join_child(Proc(False), path, "E0", 5.0)
