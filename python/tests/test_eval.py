@@ -209,7 +209,15 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         over = sum(1 for x in rows if x[0] == "chain1" and float(x[2]) > bound)
         # (latency.csv keeps 3 decimals: an instance within 1 µs of the bound may differ)
         assert abs(split["above_bound"]["quiet"] + split["above_bound"]["noisy"] - over) <= 1
+        # the collector's pauses, per executor process, and chain 1's instances against them
+        g = data["gc"][method]
+        assert set(g["by_executor"]) >= {"ex1", "be1"}, g
+        c = g["critical"]
+        assert c["chain"] == "chain1" and c["instances"] == data["results"]["chain1"][method]["n"]
+        assert 0 <= c["during_a_collection"] <= c["instances"]
+        assert abs(c["above_bound"] - over) <= 1
     assert "the host (/proc/stat each second)" in r.stdout
+    assert "Python's collector (--gc default)" in r.stdout
     assert (tmp_path / "fig10b_host_steal.png").stat().st_size > 0
 
 
@@ -611,3 +619,29 @@ def test_join_child_reports_a_failed_or_hung_worker_and_leaves_nothing_running(t
         common.child_failed(path, exc)
     with pytest.raises(SystemExit, match=r"E0 failed: ValueError: no GPU\n(.|\n)*Traceback"):
         common.join_child(Proc(False), path, "E0", 5.0)
+
+
+def test_gc_pauses_records_collections_and_applies_the_mode():
+    import gc
+
+    import numpy as np
+
+    from paam.eval import common
+    was = gc.isenabled()
+    with common.GcPauses("off") as p:
+        assert not gc.isenabled()
+        gc.collect(2)  # an explicit collection still runs, and is recorded
+    assert gc.isenabled() == was
+    a = p.array()
+    assert a.shape == (1, 3) and a[0, 0] == 2 and a[0, 2] > 0
+    with common.GcPauses("freeze"):
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    s = common.gc_summary(a)
+    assert s["gen2"]["n"] == 1 and s["gen0"]["n"] == 0 and s["gen2"]["max_ms"] > 0
+    with pytest.raises(ValueError):
+        common.GcPauses("sometimes")
+    # ns of pauses inside each interval: partly, wholly, not at all
+    pauses = np.array([[0, 100, 50], [2, 400, 100]])
+    got = common.overlaps([120, 0, 200], [300, 1000, 300], pauses)
+    assert got.tolist() == [30, 150, 0]

@@ -97,6 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "most urgent on its core spins, the others suspend")
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
+    common.add_gc_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: --scale 0.2, 2.5 s per method, chains 1-3 and be1")
     p.add_argument("--out", default="results/eval/case-study-1")
@@ -326,21 +327,23 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         rt_note = str(ex.apply_rt(mode=cfg["rt"]))
     ex.add_node(node)
 
-    # Common start: every executor's timers begin together (synchronous release).
-    sync["ready"].put(cfg["executor"])
-    if not sync["go"].wait(120):
-        raise RuntimeError("no start signal from the parent")
-    left = sync["start_at"].value - time.monotonic()
-    if left > 0:
-        time.sleep(left)
-    start = time.monotonic_ns()
-    for t in timers.values():
-        t.reset()
-    record_from[0] = start + int(cfg["warmup_s"] * 1e9)
-    end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
-    while time.monotonic_ns() < end:
-        ex.spin_once(timeout_sec=0.05)
-    stop = time.monotonic_ns()
+    # Common start: every executor's timers begin together (synchronous release). Python's
+    # collector as --gc says from here on, its pauses recorded.
+    with common.GcPauses(cfg["gc"]) as gc_pauses:
+        sync["ready"].put(cfg["executor"])
+        if not sync["go"].wait(120):
+            raise RuntimeError("no start signal from the parent")
+        left = sync["start_at"].value - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        start = time.monotonic_ns()
+        for t in timers.values():
+            t.reset()
+        record_from[0] = start + int(cfg["warmup_s"] * 1e9)
+        end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+        while time.monotonic_ns() < end:
+            ex.spin_once(timeout_sec=0.05)
+        stop = time.monotonic_ns()
     for t in timers.values():
         t.cancel()
     missed = {}
@@ -354,7 +357,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     np.savez(path, **arrays, body_excess=np.asarray(body_excess),
              stages_ns=np.asarray(stages_ns, dtype=np.int64).reshape(-1, 5),
              missed=np.asarray([missed[c.name] for c in chains]),
-             names=np.asarray([c.name for c in chains]), rt_note=np.asarray(rt_note))
+             names=np.asarray([c.name for c in chains]), rt_note=np.asarray(rt_note),
+             gc_ns=gc_pauses.array())
     for c in clients:
         c.close()
     ex.shutdown()
@@ -394,7 +398,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                "chains": chains, "socket": socket, "backend": args.backend, "device_cpu": dev,
                "rt": args.rt, "direct_keeps_priority": args.direct_keeps_priority,
                "topic_prefix": prefix, "warmup_s": warmup,
-               "duration_s": duration}
+               "duration_s": duration, "gc": args.gc}
         path = os.path.join(tmp, f"{method}{tag}-{name}.npz")
         p = ctx.Process(target=executor_main, args=(cfg, path, sync))
         p.start()
@@ -410,9 +414,10 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
         sync["start_at"].value = start_at
         sync["go"].set()
         # end_ns: each instance's end, CLOCK_MONOTONIC ns (the executors' and HostStat's clock)
+        # gc_ns: per executor process, its collector's pauses (common.GcPauses.array)
         results = {"latency_ms": {}, "gap_ms": {}, "end_ns": {}, "missed": {}, "rt": {},
                    "body_excess_ms": [], "stages_us": np.zeros((0, 4)), "stage_chain": [],
-                   "t0_ns": int(start_at * 1e9)}
+                   "t0_ns": int(start_at * 1e9), "gc_ns": {}, "executor_of": {}}
         deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
         for p, path, name in procs:
             common.join_child(p, path, f"{method}: executor {name}",
@@ -424,7 +429,9 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                     results["gap_ms"][str(chain)] = lat[:, 2] / 1e6
                     results["end_ns"][str(chain)] = lat[:, 1]
                     results["missed"][str(chain)] = int(z["missed"][i])
+                    results["executor_of"][str(chain)] = name
                 results["rt"][name] = str(z["rt_note"])
+                results["gc_ns"][name] = z["gc_ns"]
                 results["body_excess_ms"].extend(z["body_excess"].tolist())
                 st = z["stages_ns"]
                 results["stages_us"] = np.vstack([results["stages_us"], st[:, 1:] / 1e3])
@@ -687,6 +694,9 @@ def run(args: argparse.Namespace) -> int:
                            for ch in sorted(spec.chains, key=lambda c: -c.priority)}
     if host_rows:
         common.write_csv(out / "host_stat.csv", host_rows)
+    top = critical_chain(spec)
+    gc = {m: gc_report(results[m], top.name if top else None,
+                       _num(bound_plain[top.name]) if top else None) for m in methods}
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "cpu_mapping": mapping, "device_cpu": dev,
@@ -701,10 +711,10 @@ def run(args: argparse.Namespace) -> int:
         "bound_with_ros_cost_ms": {k: _num(v) for k, v in bound_ros.items()},
         "os_priorities": {m: r["rt"] for m, r in results.items()},
         "executor_wait": {e.name: e.wait for e in spec.executors.values()},
-        "results": summary, "host": host, "latency_by_host_steal": by_steal})
+        "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
-                  host, by_steal)
+                  host, by_steal, gc)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
@@ -749,7 +759,7 @@ def latency_by_steal(r: dict, chain: str, bound: float | None) -> dict:
 
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
            results, in_run, server_note, eps_from, measured_in, idle, costs_in_run,
-           host=None, by_steal=None) -> str:
+           host=None, by_steal=None, gc=None) -> str:
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
@@ -804,6 +814,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         lines.append("PAAM maxima above the bound (paper WCETs): " + (", ".join(over) or "none"))
     if host:
         _render_host(lines, spec, methods, host, by_steal or {})
+    if gc:
+        _render_gc(lines, methods, gc, args.gc)
     return "\n".join(lines) + "\n"
 
 
@@ -834,6 +846,49 @@ def _render_host(lines: list, spec, methods, host: dict, by_steal: dict) -> None
                 line += (f" | above the bound {common.fmt(sp['bound_ms'])}: "
                          f"{ab['quiet'] + ab['noisy']} ({ab['noisy']} noisy)")
             line += f" | r {common.fmt(sp['correlation'], 2)}"
+        lines.append(line)
+
+
+def gc_report(r: dict, chain: str | None, bound: float | None) -> dict:
+    """Python's collector in a run: per executor process its collections and longest pause
+    (:func:`common.gc_summary`), and for ``chain`` (the critical one) how many of its instances
+    had a collection of their own process inside them, and of those above ``bound``."""
+    out: dict = {"by_executor": {e: common.gc_summary(p) for e, p in r["gc_ns"].items()}}
+    if chain is None or chain not in r["end_ns"]:
+        return out
+    ex = r["executor_of"][chain]
+    end, lat = r["end_ns"][chain], r["latency_ms"][chain]
+    inside = common.overlaps(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][ex]) / 1e6
+    hit = inside > 0
+    c = {"chain": chain, "executor": ex, "instances": int(len(lat)),
+         "during_a_collection": int(hit.sum()),
+         "collection_ms_inside": common.summarize(inside[hit]) if hit.any() else None}
+    if bound is not None:
+        over = lat > bound
+        c.update(bound_ms=bound, above_bound=int(over.sum()),
+                 above_bound_during_a_collection=int((over & hit).sum()))
+    out["critical"] = c
+    return out
+
+
+def _render_gc(lines: list, methods, gc: dict, mode: str) -> None:
+    """summary.txt's collector block: per method the longest pause of any executor, and the
+    critical chain's instances with a collection of their own process inside them."""
+    lines.append(f"Python's collector (--gc {mode}): collections gen 0/1/2 summed over the "
+                 "executors, "
+                 "longest pause (ms); the critical chain's instances with a collection of its "
+                 "process inside (of them above the bound)")
+    for m in methods:
+        g = gc.get(m, {})
+        by = g.get("by_executor", {}).values()
+        n = [sum(e[f"gen{k}"]["n"] for e in by) for k in (0, 1, 2)]
+        longest = max((e[f"gen{k}"]["max_ms"] for e in by for k in (0, 1, 2)), default=0.0)
+        line = f"  {m}: {n[0]}/{n[1]}/{n[2]}, longest {common.fmt(longest, 2)}"
+        c = g.get("critical")
+        if c:
+            line += (f" | {c['chain']}: {c['during_a_collection']} of {c['instances']}"
+                     + (f" ({c['above_bound_during_a_collection']} of the {c['above_bound']} "
+                        f"above {common.fmt(c['bound_ms'])})" if "bound_ms" in c else ""))
         lines.append(line)
 
 

@@ -386,6 +386,77 @@ def stop_processes(procs: Iterable[Any], timeout: float = 5.0) -> None:
                 p.join()
 
 
+def add_gc_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gc", default="default", choices=["default", "freeze", "off"],
+                   help="Python's cyclic garbage collector in each executor process during the "
+                        "measured run: as Python has it (default); frozen once the process is "
+                        "set up (gc.freeze: what exists then is never scanned again, so "
+                        "collections stay short); or off (gc.disable: no collector pauses, "
+                        "cycles kept until the run ends). Its pauses are recorded either way")
+
+
+class GcPauses:
+    """Every run of Python's cyclic collector in this process while the block runs: (generation,
+    start, duration) in CLOCK_MONOTONIC ns (:meth:`array`). A full collection holds the GIL for
+    as long as it takes to scan every tracked object: a pause of the executor that the analysis
+    does not know. ``mode`` ("default", "freeze", "off", :func:`add_gc_argument`) is applied on
+    entry and undone on exit."""
+
+    def __init__(self, mode: str = "default") -> None:
+        if mode not in ("default", "freeze", "off"):
+            raise ValueError(f"gc mode {mode!r}: default, freeze or off")
+        self.mode, self._rows, self._t0 = mode, [], 0
+
+    def _cb(self, phase: str, info: dict) -> None:
+        now = time.monotonic_ns()
+        if phase == "start":
+            self._t0 = now
+        else:
+            self._rows.append((info.get("generation", -1), self._t0, now - self._t0))
+
+    def __enter__(self) -> "GcPauses":
+        import gc
+        if self.mode == "freeze":
+            gc.collect()
+            gc.freeze()
+        elif self.mode == "off":
+            gc.disable()
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import gc
+        gc.callbacks.remove(self._cb)
+        if self.mode == "off":
+            gc.enable()
+        elif self.mode == "freeze":
+            gc.unfreeze()
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self._rows, dtype=np.int64).reshape(-1, 3)
+
+
+def gc_summary(pauses: np.ndarray) -> dict[str, Any]:
+    """Collections per generation and the longest pause (ms) of one process's
+    :meth:`GcPauses.array`."""
+    out: dict[str, Any] = {}
+    for gen in (0, 1, 2):
+        d = pauses[pauses[:, 0] == gen, 2] / 1e6 if len(pauses) else np.zeros(0)
+        out[f"gen{gen}"] = {"n": int(d.size), "max_ms": float(d.max()) if d.size else 0.0,
+                            "total_ms": float(d.sum())}
+    return out
+
+
+def overlaps(starts_ns, ends_ns, pauses: np.ndarray) -> np.ndarray:
+    """Per interval [start, end]: ns of ``pauses`` (:meth:`GcPauses.array`) inside it."""
+    s, e = np.asarray(starts_ns, np.int64), np.asarray(ends_ns, np.int64)
+    out = np.zeros(len(s), dtype=np.int64)
+    for _gen, p0, dur in pauses:
+        lo, hi = np.maximum(s, p0), np.minimum(e, p0 + dur)
+        out += np.clip(hi - lo, 0, None)
+    return out
+
+
 def child_failed(path: str, exc: BaseException) -> None:
     """In a worker process: leave ``exc`` and its traceback at ``path``.err for
     :func:`join_child` to report (a raised exception dies with the child)."""
