@@ -330,15 +330,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     # Common start: every executor's timers begin together (synchronous release). Python's
     # collector as --gc says from here on, its pauses recorded.
     with common.GcPauses(cfg["gc"]) as gc_pauses:
-        sync["ready"].put(cfg["executor"])
-        if not sync["go"].wait(120):
-            raise RuntimeError("no start signal from the parent")
-        left = sync["start_at"].value - time.monotonic()
-        if left > 0:
-            time.sleep(left)
-        start = time.monotonic_ns()
-        for t in timers.values():
-            t.reset()
+        start = common.synchronous_start(sync, cfg["executor"], timers.values(), 120)
         record_from[0] = start + int(cfg["warmup_s"] * 1e9)
         end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
         while time.monotonic_ns() < end:

@@ -657,15 +657,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 ex.add_node(g.nodes[n])
             executors[ex_name] = ex
 
-    sync["ready"].put(cfg["name"])
-    if not sync["go"].wait(180):
-        raise RuntimeError("no start signal from the parent")
-    left = sync["start_at"].value - time.monotonic()
-    if left > 0:
-        time.sleep(left)
-    start = time.monotonic_ns()
-    for t in g.timers:
-        t.reset()
+    start = common.synchronous_start(sync, cfg["name"], g.timers, 180)
     g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
     end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
 

@@ -457,6 +457,22 @@ def overlaps(starts_ns, ends_ns, pauses: np.ndarray) -> np.ndarray:
     return out
 
 
+def synchronous_start(sync: dict, name: str, timers: Iterable[Any], timeout: float) -> int:
+    """In an executor process: says it is ready, waits for the parent's go and the common start
+    time, then starts every one of ``timers`` at once (synchronous release). Returns the start,
+    CLOCK_MONOTONIC ns. ``sync``: the parent's ``ready`` queue, ``go`` event, ``start_at``."""
+    sync["ready"].put(name)
+    if not sync["go"].wait(timeout):
+        raise RuntimeError("no start signal from the parent")
+    left = sync["start_at"].value - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+    start = time.monotonic_ns()
+    for t in timers:
+        t.reset()
+    return start
+
+
 def child_failed(path: str, exc: BaseException) -> None:
     """In a worker process: leave ``exc`` and its traceback at ``path``.err for
     :func:`join_child` to report (a raised exception dies with the child)."""
