@@ -312,6 +312,14 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         split = s["hot_path_by_host_steal"]
         assert split["quiet"]["n"] + split["noisy"]["n"] == s["hot_path_ms"]["n"], split
         assert split["drops"]["quiet"] + split["drops"]["noisy"] == s["drops"]["total"]
+        # the collector's pauses per process (4ST: one per executor), the hot path against E0's
+        g = s["gc"]
+        assert set(g["by_process"]) == {"E0", "E1", "E2", "E3"}, g
+        assert g["hot_path"]["process"] == "E0"
+        assert g["hot_path"]["instances"] == s["hot_path_ms"]["n"]
+        assert 0 <= g["hot_path"]["slowest_1pct_during_a_collection"] <= g["hot_path"][
+            "slowest_1pct"] <= g["hot_path"]["instances"]
+    assert "Python's collector (--gc default)" in r.stdout
     assert (tmp_path / "fig11d_host_steal.png").stat().st_size > 0
     # hot_path.csv places each instance's hot-path callbacks in time: ends in path order
     head = rows[0].split(",")

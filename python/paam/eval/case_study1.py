@@ -850,11 +850,8 @@ def gc_report(r: dict, chain: str | None, bound: float | None) -> dict:
         return out
     ex = r["executor_of"][chain]
     end, lat = r["end_ns"][chain], r["latency_ms"][chain]
-    inside = common.overlaps(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][ex]) / 1e6
-    hit = inside > 0
-    c = {"chain": chain, "executor": ex, "instances": int(len(lat)),
-         "during_a_collection": int(hit.sum()),
-         "collection_ms_inside": common.summarize(inside[hit]) if hit.any() else None}
+    c, hit = common.gc_instances(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][ex])
+    c = {"chain": chain, "executor": ex, **c}
     if bound is not None:
         over = lat > bound
         c.update(bound_ms=bound, above_bound=int(over.sum()),

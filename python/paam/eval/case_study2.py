@@ -657,31 +657,33 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 ex.add_node(g.nodes[n])
             executors[ex_name] = ex
 
-    start = common.synchronous_start(sync, cfg["name"], g.timers, 180)
-    g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
-    end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+    # Python's collector as --gc says from here on, its pauses recorded
+    with common.GcPauses(cfg["gc"]) as gc_pauses:
+        start = common.synchronous_start(sync, cfg["name"], g.timers, 180)
+        g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
+        end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
 
-    def spin(ex_name: str, ex) -> None:
-        if method == "ros2":
-            if setup == "4ST":
-                common.pin_this_thread([cfg["cpus"][ex_name]])
-                rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
-        else:
-            rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
-                                              cfg["cpus"][ex_name])
-        while time.monotonic_ns() < end:
-            ex.spin_once(timeout_sec=0.05)
+        def spin(ex_name: str, ex) -> None:
+            if method == "ros2":
+                if setup == "4ST":
+                    common.pin_this_thread([cfg["cpus"][ex_name]])
+                    rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
+            else:
+                rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
+                                                  cfg["cpus"][ex_name])
+            while time.monotonic_ns() < end:
+                ex.spin_once(timeout_sec=0.05)
 
-    if len(executors) == 1:
-        (name, ex), = executors.items()
-        spin(name, ex)
-    else:  # MT with PicasExecutors: one thread each
-        threads = [threading.Thread(target=spin, args=(n, e), name=f"picas-{n}", daemon=True)
-                   for n, e in executors.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if len(executors) == 1:
+            (name, ex), = executors.items()
+            spin(name, ex)
+        else:  # MT with PicasExecutors: one thread each
+            threads = [threading.Thread(target=spin, args=(n, e), name=f"picas-{n}", daemon=True)
+                       for n, e in executors.items()]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
     for t in g.timers:
         t.cancel()
     # Wait for callbacks still in flight before reading their records or closing their clients:
@@ -702,7 +704,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                                         dtype=np.int64),
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
              gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES)),
-             rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]))
+             rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]),
+             gc_ns=gc_pauses.array())
     for c in g.clients:
         c.close()
     for n in g.nodes.values():
@@ -725,7 +728,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
             "wait": args.wait, "request_priority": args.request_priority,
-            "warmup_s": args.warmup, "duration_s": args.duration,
+            "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -756,7 +759,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
                 next_note += 30
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
-        gpu_wall, gpu_stages, sub_drops = [], [], {}
+        gpu_wall, gpu_stages, sub_drops, gc_ns = [], [], {}, {}
         for p, path, name in procs:
             common.join_child(p, path, f"{setup}/{method}: process {name}",
                               finish + 120 - time.monotonic())
@@ -772,6 +775,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                     gpu_wall.extend(z["gpu_wall"].tolist())
                     gpu_stages.append(z["gpu_stages"])
                 rt.extend(str(x) for x in z["rt"])
+                gc_ns[name] = z["gc_ns"]
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -781,6 +785,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
+            # per process (E0, ... or E0+E1+E2+E3): its collector's pauses (common.GcPauses)
+            "gc_ns": gc_ns,
             "gpu_segment_ms": gpu_wall,
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
@@ -826,6 +832,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the critical callbacks waiting on it, behind other executors' work)")
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
+    common.add_gc_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
@@ -997,7 +1004,7 @@ def run(args: argparse.Namespace) -> int:
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
              "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
              "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"]),
-             **_host_summary(r, pl)}
+             **_host_summary(r, pl), "gc": _gc_summary(r)}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -1132,6 +1139,23 @@ def _stage_rows(setup: str, method: str, stages, t0_ns: int) -> list[dict]:
             for p, row, t in zip(prios, d, sub)]
 
 
+def _gc_summary(r: dict) -> dict:
+    """Python's collector in a run: per process its collections and longest pause, and the
+    hot-path instances with a collection of the process that runs the hot path inside them
+    (all of them, and of the slowest 1%)."""
+    out: dict = {"by_process": {p: common.gc_summary(a) for p, a in r["gc_ns"].items()}}
+    hot_ex = {e[0] for e in EXECUTORS if set(e[3]) & set(HOT_PATH)}
+    procs = [p for p in r["gc_ns"] if hot_ex & set(p.split("+"))]
+    if len(procs) != 1 or not len(r["latency_ms"]):
+        return out
+    end, lat = r["hot_end_ns"], r["latency_ms"]
+    c, hit = common.gc_instances(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][procs[0]])
+    slow = lat >= np.percentile(lat, 99)
+    out["hot_path"] = {"process": procs[0], **c, "slowest_1pct": int(slow.sum()),
+                       "slowest_1pct_during_a_collection": int((slow & hit).sum())}
+    return out
+
+
 def _host_summary(r: dict, pl: dict) -> dict:
     """What the host took from the CPUs during the run (/proc/stat each second, summed over all
     CPUs and over the executors' cores), and the hot path apart for the instances it left
@@ -1249,12 +1273,26 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                 f"{common.fmt(q['p99'])} / {common.fmt(q['max'])}, {sp['drops']['quiet']} | "
                 f"noisy {n['n']}, {common.fmt(n['p99'])} / {common.fmt(n['max'])}, "
                 f"{sp['drops']['noisy']} | r {common.fmt(sp['correlation'], 2)}")
+    _per_run(lines, summary, setups, methods, "gc",
+             f"Python's collector (--gc {args.gc}): collections gen 0/1/2 of all processes, "
+             "longest pause (ms); hot-path instances with a collection of their process inside "
+             "(of the slowest 1%)", _gc_line)
     _per_run(lines, summary, setups, methods, "hot_path_hops_ms",
              "hot path by hop (ms: median / mean of the slowest 1% of instances)",
              lambda hops: ", ".join(f"{k} {common.fmt(v['p50'])} / "
                                     f"{common.fmt(v['slowest_1pct_mean'])}"
                                     for k, v in hops.items()) if hops else None)
     return "\n".join(lines) + "\n"
+
+
+def _gc_line(g: dict) -> str:
+    by = g.get("by_process", {}).values()
+    n = [sum(e[f"gen{k}"]["n"] for e in by) for k in (0, 1, 2)]
+    longest = max((e[f"gen{k}"]["max_ms"] for e in by for k in (0, 1, 2)), default=0.0)
+    h = g.get("hot_path")
+    return (f"{n[0]}/{n[1]}/{n[2]}, longest {common.fmt(longest, 2)}"
+            + (f" | {h['during_a_collection']} of {h['instances']} "
+               f"({h['slowest_1pct_during_a_collection']} of {h['slowest_1pct']})" if h else ""))
 
 
 # -- figures ------------------------------------------------------------------------------------

@@ -447,6 +447,16 @@ def gc_summary(pauses: np.ndarray) -> dict[str, Any]:
     return out
 
 
+def gc_instances(starts_ns, ends_ns, pauses: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
+    """How many of the instances [start, end] (ns) had one of ``pauses`` (a process's
+    :meth:`GcPauses.array`) inside them, and the ms of collection each of those held; with
+    the mask of them."""
+    inside = overlaps(starts_ns, ends_ns, pauses) / 1e6
+    hit = inside > 0
+    return {"instances": int(len(inside)), "during_a_collection": int(hit.sum()),
+            "collection_ms_inside": summarize(inside[hit]) if hit.any() else None}, hit
+
+
 def overlaps(starts_ns, ends_ns, pauses: np.ndarray) -> np.ndarray:
     """Per interval [start, end]: ns of ``pauses`` (:meth:`GcPauses.array`) inside it."""
     s, e = np.asarray(starts_ns, np.int64), np.asarray(ends_ns, np.int64)
