@@ -653,3 +653,10 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
     pauses = np.array([[0, 100, 50], [2, 400, 100]])
     got = common.overlaps([120, 0, 200], [300, 1000, 300], pauses)
     assert got.tolist() == [30, 150, 0]
+    # instances as steal_around takes them (end ns, length ms): one holds a 0.5 ms collection
+    c, hit = common.gc_instances([2_000_000, 3_000_000], [1.5, 0.5],
+                                 np.array([[2, 1_000_000, 500_000]]))
+    assert hit.tolist() == [True, False]
+    assert c["instances"] == 2 and c["during_a_collection"] == 1
+    assert c["collection_ms_inside"]["max"] == 0.5
+    assert common.gc_line([s, s]) == "0/0/2, longest " + common.fmt(s["gen2"]["max_ms"], 2)

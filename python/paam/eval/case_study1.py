@@ -712,7 +712,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         plot_max(spec, methods, summary, bound_plain, bound_ros, out / "fig9_max_latency.png", args)
         plot_dist(spec, methods, results, bound_plain, out / "fig10_distributions.png", args)
-        top = critical_chain(spec)
         panels = _host_panels(results, methods, top.name) if top is not None else []
         if panels:
             common.plot_host(panels, out / "fig10b_host_steal.png",
@@ -826,9 +825,7 @@ def _render_host(lines: list, spec, methods, host: dict, by_steal: dict) -> None
         if "error" in h:
             lines.append(f"  {m}: not sampled ({h['error']})")
             continue
-        a, e = h["steal_ms_per_s"], h["steal_ms_per_s_executor_cpus"]
-        line = (f"  {m}: {common.fmt(a['mean'], 0)} / {common.fmt(a['max'], 0)} "
-                f"({common.fmt(e['mean'], 0)} / {common.fmt(e['max'], 0)})")
+        line = f"  {m}: {common.steal_text(h)}"
         sp = by_steal.get(m, {}).get(top.name) if top is not None else None
         if sp:
             q, n, ab = sp["quiet"], sp["noisy"], sp.get("above_bound")
@@ -850,7 +847,7 @@ def gc_report(r: dict, chain: str | None, bound: float | None) -> dict:
         return out
     ex = r["executor_of"][chain]
     end, lat = r["end_ns"][chain], r["latency_ms"][chain]
-    c, hit = common.gc_instances(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][ex])
+    c, hit = common.gc_instances(end, lat, r["gc_ns"][ex])
     c = {"chain": chain, "executor": ex, **c}
     if bound is not None:
         over = lat > bound
@@ -864,15 +861,11 @@ def _render_gc(lines: list, methods, gc: dict, mode: str) -> None:
     """summary.txt's collector block: per method the longest pause of any executor, and the
     critical chain's instances with a collection of their own process inside them."""
     lines.append(f"Python's collector (--gc {mode}): collections gen 0/1/2 summed over the "
-                 "executors, "
-                 "longest pause (ms); the critical chain's instances with a collection of its "
-                 "process inside (of them above the bound)")
+                 "executors, longest pause (ms); the critical chain's instances with a "
+                 "collection of its process inside (of them above the bound)")
     for m in methods:
         g = gc.get(m, {})
-        by = g.get("by_executor", {}).values()
-        n = [sum(e[f"gen{k}"]["n"] for e in by) for k in (0, 1, 2)]
-        longest = max((e[f"gen{k}"]["max_ms"] for e in by for k in (0, 1, 2)), default=0.0)
-        line = f"  {m}: {n[0]}/{n[1]}/{n[2]}, longest {common.fmt(longest, 2)}"
+        line = f"  {m}: {common.gc_line(g.get('by_executor', {}).values())}"
         c = g.get("critical")
         if c:
             line += (f" | {c['chain']}: {c['during_a_collection']} of {c['instances']}"
@@ -884,16 +877,11 @@ def _render_gc(lines: list, methods, gc: dict, mode: str) -> None:
 def _host_panels(results, methods, chain: str) -> list:
     """common.plot_host's panels: per sampled run, ``chain``'s instances and the steal, in s
     from the run's start."""
-    panels = []
-    for m in methods:
-        r = results[m]
-        t = r.get("host_t_ns")
-        if t is None or not len(t):
-            continue
-        ends = r["end_ns"].get(chain, np.zeros(0, np.int64))
-        panels.append((m, (ends - r["t0_ns"]) / 1e9, r["latency_ms"].get(chain, np.zeros(0)),
-                       (np.asarray(t) - r["t0_ns"]) / 1e9, r["host_steal_ms"].sum(axis=1)))
-    return panels
+    panels = (common.host_panel(m, results[m],
+                                results[m]["end_ns"].get(chain, np.zeros(0, np.int64)),
+                                results[m]["latency_ms"].get(chain, np.zeros(0)))
+              for m in methods)
+    return [p for p in panels if p is not None]
 
 
 def plot_max(spec, methods, summary, bound_plain, bound_ros, path: Path, args) -> None:

@@ -1149,7 +1149,7 @@ def _gc_summary(r: dict) -> dict:
     if len(procs) != 1 or not len(r["latency_ms"]):
         return out
     end, lat = r["hot_end_ns"], r["latency_ms"]
-    c, hit = common.gc_instances(end - (lat * 1e6).astype(np.int64), end, r["gc_ns"][procs[0]])
+    c, hit = common.gc_instances(end, lat, r["gc_ns"][procs[0]])
     slow = lat >= np.percentile(lat, 99)
     out["hot_path"] = {"process": procs[0], **c, "slowest_1pct": int(slow.sum()),
                        "slowest_1pct_during_a_collection": int((slow & hit).sum())}
@@ -1265,11 +1265,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                 if h.get("error"):
                     lines.append(f"  {s} {m}: not sampled ({h['error']})")
                 continue
-            a, e = h["steal_ms_per_s"], h["steal_ms_per_s_executor_cpus"]
             q, n = sp["quiet"], sp["noisy"]
             lines.append(
-                f"  {s} {m}: {common.fmt(a['mean'], 0)} / {common.fmt(a['max'], 0)} "
-                f"({common.fmt(e['mean'], 0)} / {common.fmt(e['max'], 0)}) | quiet {q['n']}, "
+                f"  {s} {m}: {common.steal_text(h)} | quiet {q['n']}, "
                 f"{common.fmt(q['p99'])} / {common.fmt(q['max'])}, {sp['drops']['quiet']} | "
                 f"noisy {n['n']}, {common.fmt(n['p99'])} / {common.fmt(n['max'])}, "
                 f"{sp['drops']['noisy']} | r {common.fmt(sp['correlation'], 2)}")
@@ -1286,11 +1284,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
 
 
 def _gc_line(g: dict) -> str:
-    by = g.get("by_process", {}).values()
-    n = [sum(e[f"gen{k}"]["n"] for e in by) for k in (0, 1, 2)]
-    longest = max((e[f"gen{k}"]["max_ms"] for e in by for k in (0, 1, 2)), default=0.0)
     h = g.get("hot_path")
-    return (f"{n[0]}/{n[1]}/{n[2]}, longest {common.fmt(longest, 2)}"
+    return (common.gc_line(g.get("by_process", {}).values())
             + (f" | {h['during_a_collection']} of {h['instances']} "
                f"({h['slowest_1pct_during_a_collection']} of {h['slowest_1pct']})" if h else ""))
 
@@ -1391,16 +1386,9 @@ def plot_drops(results, setups, methods, path: Path, args) -> None:
 
 
 def _host_panels(results, setups, methods) -> list:
-    panels = []
-    for s in setups:
-        for m in methods:
-            r = results.get((s, m), {})
-            t = r.get("host_t_ns")
-            if t is None or not len(t):
-                continue
-            panels.append((f"{s} {m}", (r["hot_end_ns"] - r["t0_ns"]) / 1e9, r["latency_ms"],
-                           (np.asarray(t) - r["t0_ns"]) / 1e9, r["host_steal_ms"].sum(axis=1)))
-    return panels
+    panels = (common.host_panel(f"{s} {m}", r, r["hot_end_ns"], r["latency_ms"])
+              for s in setups for m in methods if (r := results.get((s, m))))
+    return [p for p in panels if p is not None]
 
 
 def load_results(out: Path, setups=None, methods=None):

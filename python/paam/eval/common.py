@@ -386,8 +386,11 @@ def stop_processes(procs: Iterable[Any], timeout: float = 5.0) -> None:
                 p.join()
 
 
+GC_MODES = ("default", "freeze", "off")
+
+
 def add_gc_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gc", default="default", choices=["default", "freeze", "off"],
+    p.add_argument("--gc", default="default", choices=GC_MODES,
                    help="Python's cyclic garbage collector in each executor process during the "
                         "measured run: as Python has it (default); frozen once the process is "
                         "set up (gc.freeze: what exists then is never scanned again, so "
@@ -399,12 +402,12 @@ class GcPauses:
     """Every run of Python's cyclic collector in this process while the block runs: (generation,
     start, duration) in CLOCK_MONOTONIC ns (:meth:`array`). A full collection holds the GIL for
     as long as it takes to scan every tracked object: a pause of the executor that the analysis
-    does not know. ``mode`` ("default", "freeze", "off", :func:`add_gc_argument`) is applied on
+    does not know. ``mode`` (one of :data:`GC_MODES`, :func:`add_gc_argument`) is applied on
     entry and undone on exit."""
 
     def __init__(self, mode: str = "default") -> None:
-        if mode not in ("default", "freeze", "off"):
-            raise ValueError(f"gc mode {mode!r}: default, freeze or off")
+        if mode not in GC_MODES:
+            raise ValueError(f"gc mode {mode!r}: one of {', '.join(GC_MODES)}")
         self.mode, self._rows, self._t0 = mode, [], 0
 
     def _cb(self, phase: str, info: dict) -> None:
@@ -447,11 +450,22 @@ def gc_summary(pauses: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def gc_instances(starts_ns, ends_ns, pauses: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
-    """How many of the instances [start, end] (ns) had one of ``pauses`` (a process's
-    :meth:`GcPauses.array`) inside them, and the ms of collection each of those held; with
-    the mask of them."""
-    inside = overlaps(starts_ns, ends_ns, pauses) / 1e6
+def gc_line(by_process: Iterable[dict[str, Any]]) -> str:
+    """summary.txt's text for :func:`gc_summary` of a run's processes: collections per
+    generation summed, and the longest pause of any."""
+    by = list(by_process)
+    n = [sum(e[f"gen{k}"]["n"] for e in by) for k in (0, 1, 2)]
+    longest = max((e[f"gen{k}"]["max_ms"] for e in by for k in (0, 1, 2)), default=0.0)
+    return f"{n[0]}/{n[1]}/{n[2]}, longest {fmt(longest, 2)}"
+
+
+def gc_instances(ends_ns, spans_ms, pauses: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
+    """How many instances (their end in ns and length in ms, as :func:`steal_around` takes them)
+    had one of ``pauses`` (a process's :meth:`GcPauses.array`) inside them, and the ms of
+    collection each of those held; with the mask of them."""
+    ends = np.asarray(ends_ns, dtype=np.int64)
+    starts = ends - (np.asarray(spans_ms, dtype=np.float64) * 1e6).astype(np.int64)
+    inside = overlaps(starts, ends, pauses) / 1e6
     hit = inside > 0
     return {"instances": int(len(inside)), "during_a_collection": int(hit.sum()),
             "collection_ms_inside": summarize(inside[hit]) if hit.any() else None}, hit
@@ -648,6 +662,24 @@ def split_by_steal(values, steal, quiet_ms: float = QUIET_STEAL_MS) -> dict[str,
             else float("nan"))
     return {"quiet_steal_ms": quiet_ms, "quiet": summarize(v[s <= quiet_ms]),
             "noisy": summarize(v[s > quiet_ms]), "correlation": corr}
+
+
+def steal_text(host: dict[str, Any]) -> str:
+    """summary.txt's text for :func:`host_summary`: ms stolen per second from all CPUs, mean /
+    max, and (in brackets) from the executors' cores."""
+    a, e = host["steal_ms_per_s"], host["steal_ms_per_s_executor_cpus"]
+    return (f"{fmt(a['mean'], 0)} / {fmt(a['max'], 0)} "
+            f"({fmt(e['mean'], 0)} / {fmt(e['max'], 0)})")
+
+
+def host_panel(label: str, r: dict, ends_ns, latency_ms) -> tuple | None:
+    """One :func:`plot_host` panel of a run (its :func:`host_series` keys and ``t0_ns``): the
+    instances and the steal in s from the run's start; None where the host was not sampled."""
+    t = r.get("host_t_ns")
+    if t is None or not len(t):
+        return None
+    return (label, (np.asarray(ends_ns) - r["t0_ns"]) / 1e9, latency_ms,
+            (np.asarray(t) - r["t0_ns"]) / 1e9, r["host_steal_ms"].sum(axis=1))
 
 
 def host_series(host: HostStat) -> dict[str, Any]:
