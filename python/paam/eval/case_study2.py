@@ -73,6 +73,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -308,6 +309,17 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
         common.child_failed(path, exc)
 
 
+class _Call:
+    """A blocking call in the shape of a paam future, for await_result: a direct kernel with
+    async segments runs on await_result's waiter thread."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+
+    def result(self, timeout_sec: float | None = None) -> None:
+        self._fn()
+
+
 class _Graph:
     """The nodes of one process, their clients and what they record."""
 
@@ -351,6 +363,23 @@ class _Graph:
         self.rclpy = rclpy
         self.ctx = ctx
         self.prefix = cfg["topic_prefix"]
+        self.async_segments = cfg["segments"] == "async"
+
+    def _callback(self, fn):
+        """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
+        else a plain function that runs it to its end at once (its segments never suspend it)."""
+        if self.async_segments:
+            return fn
+
+        def call(*args) -> None:
+            coro = fn(*args)
+            try:
+                coro.send(None)
+            except StopIteration:
+                return
+            coro.close()
+            raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
+        return call
 
     # clients ------------------------------------------------------------------------------
 
@@ -383,9 +412,24 @@ class _Graph:
         self.clients.append(c)
         return c
 
-    def _segment(self, client, ms: float, drop: bool) -> None:
+    async def _segment(self, client, ms: float, drop: bool) -> None:
+        """One accelerator segment. --segments sync: on this thread, the callback holding its
+        executor (the coroutine never suspends); async: awaited, the executor free meanwhile for
+        callbacks of this one's priority or above (PicasExecutor's awaiting_holds_priority) or
+        any (rclpy's executors, ROS 2) -- a paamd request is submitted and awaited, a direct
+        kernel runs on a waiter thread."""
         if ms <= 0:
             return
+        if self.async_segments:
+            from paam.ros import await_result
+            if self.method == "paam":
+                await await_result(client.submit("spin", duration_ms=ms))
+            else:
+                await await_result(_Call(lambda: self._blocking_segment(client, ms, drop)))
+        else:
+            self._blocking_segment(client, ms, drop)
+
+    def _blocking_segment(self, client, ms: float, drop: bool) -> None:
         if drop:
             # A direct kernel runs on this thread (pinned to the device core): at SCHED_OTHER
             # nice 0, as a GPU time-slices contexts whatever their CPU priority.
@@ -422,13 +466,13 @@ class _Graph:
         cpu_ms = run_ms * self.scale
         gpu_ms, tpu_ms = self.cfg["gpu_ms"], self.cfg["tpu_ms"]
 
-        def work() -> None:
+        async def work() -> None:
             c0 = time.thread_time_ns()
             crunch.request("spin", duration_ms=cpu_ms)
             c_seg = time.thread_time_ns()
             if gpu_client is not None:
                 g0 = time.monotonic_ns()
-                self._segment(gpu_client, gpu_ms, self.drop_gpu)
+                await self._segment(gpu_client, gpu_ms, self.drop_gpu)
                 if g0 >= self.record_from[0]:
                     self.gpu_wall.append((time.monotonic_ns() - g0) / 1e6)
                     if self.method == "paam":
@@ -436,11 +480,13 @@ class _Graph:
                         self.gpu_stages.append((chain_prio,)
                                                + tuple(int(ts.get(k, 0)) for k in _STAGES))
             if tpu_client is not None:
-                self._segment(tpu_client, tpu_ms, self.drop_tpu)
-            if self.method == "paam" and time.monotonic_ns() >= self.record_from[0]:
+                await self._segment(tpu_client, tpu_ms, self.drop_tpu)
+            if (self.method == "paam" and not self.async_segments
+                    and time.monotonic_ns() >= self.record_from[0]):
                 # CPU time beyond the burn (rclpy, Python); direct kernels on the CPU backend
                 # burn this thread's CPU time, so only the PAAM run can tell. A spinning wait
-                # burns it too: then the segments' CPU time is not counted.
+                # burns it too: then the segments' CPU time is not counted. (Not with async
+                # segments: the thread runs other callbacks while this one awaits.)
                 now = time.thread_time_ns()
                 spun = now - c_seg if self.cfg["wait"] != "suspend" else 0
                 self.excess.append((now - c0 - spun) / 1e6 - cpu_ms)
@@ -449,8 +495,9 @@ class _Graph:
     def _pub(self, node, topic: str):
         return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos)
 
-    def _sub(self, node, topic: str, fn):
-        return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos)
+    def _sub(self, node, topic: str, fn, group=None):
+        return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos,
+                                        callback_group=group)
 
     def _send(self, pub, hist) -> None:
         m = self.msg_t()
@@ -493,15 +540,15 @@ class _Graph:
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
             counted = spec.name in self.published
 
-            def on_timer() -> None:
+            async def on_timer() -> None:
                 t0 = time.monotonic_ns()
-                work()
+                await work()
                 state["seq"] += 1
                 self._send(pub, {me: (t0, state["seq"], 0)})
                 if counted and t0 >= self.record_from[0]:
                     self.published[spec.name] += 1
-            t = node.create_timer(spec.period_ms / 1e3, on_timer, clock=self.steady,
-                                  autostart=False)
+            t = node.create_timer(spec.period_ms / 1e3, self._callback(on_timer),
+                                  clock=self.steady, autostart=False)
             self.timers.append(t)
             self._add(executor, t, spec.name)
         elif spec.kind in ("transform", "command"):
@@ -510,29 +557,31 @@ class _Graph:
             topic = spec.inputs[0]
             is_oce = spec.name == "ObjectCollisionEstimator"
 
-            def on_msg(msg) -> None:
+            async def on_msg(msg) -> None:
                 t0 = time.monotonic_ns()
                 hist = _parse(msg.data)
                 miss = missing(topic, hist)
-                work()
+                await work()
                 hist = stamp(hist, miss)
                 if pub is not None:
                     self._send(pub, hist)
                 if is_oce:
                     self._hot(hist, t0)
-            self._add(executor, self._sub(node, topic, on_msg), spec.name)
+            self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
         elif spec.kind == "fusion":
             pub = self._pub(node, spec.name)
             fuse = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
             cache_work = [self._work_fn(spec.name, 0, spec.run_ms[1], gpu) for _ in spec.inputs]
             cache: list = [None] * len(spec.inputs)
             for i, topic in enumerate(spec.inputs):
-                def on_msg(msg, i=i) -> None:
+                # (both inputs in the node's one mutually exclusive callback group: with async
+                # segments too, one runs at a time on the shared cache)
+                async def on_msg(msg, i=i) -> None:
                     cache[i] = _parse(msg.data)
                     if any(c is None for c in cache):
-                        cache_work[i]()
+                        await cache_work[i]()
                         return
-                    fuse()
+                    await fuse()
                     # Missing samples as the reference system counts them at a fusion: the
                     # sequence gap of each fused input since its last fusion (a sample
                     # overwritten in the cache counts as dropped).
@@ -543,47 +592,55 @@ class _Graph:
                     for j in range(len(cache)):
                         cache[j] = None
                     self._send(pub, stamp(merged, miss))
-                self._add(executor, self._sub(node, topic, on_msg), spec.name)
+                self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
         elif spec.kind == "intersection":
             for i, (t_in, t_out) in enumerate(zip(spec.inputs, spec.outputs)):
                 pub = self._pub(node, t_out)
                 work = self._work_fn(spec.name, i, spec.run_ms[i], gpu)
                 conn = {"seq": 0}
 
-                def on_msg(msg, t_in=t_in, pub=pub, work=work, conn=conn) -> None:
+                async def on_msg(msg, t_in=t_in, pub=pub, work=work, conn=conn) -> None:
                     hist = _parse(msg.data)
                     miss = missing(t_in, hist)
-                    work()
+                    await work()
                     conn["seq"] += 1
                     hist[me] = (time.monotonic_ns(), conn["seq"], miss)
                     self._send(pub, hist)
-                self._add(executor, self._sub(node, t_in, on_msg), spec.name, i)
+                # With async segments each connection gets a callback group of its own: the
+                # settings connection awaiting its low-priority request must not hold the
+                # hot-path connection of the same node (they share no state).
+                group = None
+                if self.async_segments:
+                    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+                    group = MutuallyExclusiveCallbackGroup()
+                self._add(executor, self._sub(node, t_in, self._callback(on_msg), group),
+                          spec.name, i)
         elif spec.kind == "cyclic":
             pub = self._pub(node, spec.name)
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
             cache_work = self._work_fn(spec.name, 1, spec.run_ms[1], gpu)
             cache: dict = {}
             for topic in spec.inputs:
-                def on_msg(msg, topic=topic) -> None:
+                async def on_msg(msg, topic=topic) -> None:
                     hist = _parse(msg.data)
                     state["missing"] += missing(topic, hist)
                     cache[topic] = hist
-                    cache_work()
-                self._add(executor, self._sub(node, topic, on_msg), spec.name)
+                    await cache_work()
+                self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
 
-            def on_timer() -> None:
+            async def on_timer() -> None:
                 t0 = time.monotonic_ns()
                 if t0 >= self.record_from[0]:
                     self.bp_starts.append(t0)
-                work()
+                await work()
                 merged: dict = {}
                 for h in cache.values():
                     _merge(merged, h)
                 cache.clear()
                 miss, state["missing"] = state["missing"], 0
                 self._send(pub, stamp(merged, miss))
-            t = node.create_timer(spec.period_ms / 1e3, on_timer, clock=self.steady,
-                                  autostart=False)
+            t = node.create_timer(spec.period_ms / 1e3, self._callback(on_timer),
+                                  clock=self.steady, autostart=False)
             self.timers.append(t)
             self._add(executor, t, spec.name)
         else:
@@ -650,7 +707,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 ex = SingleThreadedExecutor(context=ctx)
             else:
                 from paam.ros import PicasExecutor
-                ex = PicasExecutor(context=ctx)
+                ex = PicasExecutor(context=ctx,
+                                   awaiting_holds_priority=cfg["segments"] == "async")
                 for entity, prio in g.entities[ex_name]:
                     ex.set_callback_priority(entity, prio)
             for n in nodes:
@@ -728,6 +786,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
             "wait": args.wait, "request_priority": args.request_priority,
+            "segments": args.segments,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
@@ -830,6 +889,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "priority of the callback's executor (an executor-wide ceiling: a "
                         "less critical callback's request then cannot keep the executor, and "
                         "the critical callbacks waiting on it, behind other executors' work)")
+    p.add_argument("--segments", default="sync", choices=["sync", "async"],
+                   help="how a callback waits for its GPU and TPU segments: sync (default; it "
+                        "holds its executor, as in the paper's evaluation) or async (it awaits "
+                        "them, the paper's asynchronous request: under PiCAS and PAAM the "
+                        "executor runs callbacks of that callback's priority or above "
+                        "meanwhile, under ROS 2 any; a direct kernel then runs on a waiter "
+                        "thread)")
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
@@ -1200,6 +1266,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
              f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
+             + ("; segments awaited (async)" if getattr(args, "segments", "sync") == "async"
+                else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else ""),
              common.machine_line(meta),

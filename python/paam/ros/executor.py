@@ -28,6 +28,11 @@ runs the best candidate. The rclpy internals used are ``_wait_for_ready_callback
 
 Coroutine callbacks (``async def``) that are suspended on an rclpy Future are candidates again only
 once that Future is done; the executor wakes itself when it completes, even from another thread.
+With ``awaiting_holds_priority``, a callback suspended on an accelerator request
+(:func:`paam.ros.await_result`) keeps callbacks of lower priority from starting until it resumes,
+as a synchronous request would, while callbacks of its priority or above run in the meantime: the
+analysis's one blocking callback of a less critical chain per instance still holds, and the
+accelerator time no longer holds the executor's more critical work.
 
 Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
 :meth:`set_callback_priority` may be called from any thread (an attribute store).
@@ -54,6 +59,9 @@ from paam.ros.rt import RtReport, apply_rt
 __all__ = ["PicasExecutor", "PickStats"]
 
 _PRIORITY_ATTR = "_paam_callback_priority"
+# Set on the rclpy Future of paam.ros.await_result: an accelerator request, whose awaiting
+# callback holds its priority on the executor with awaiting_holds_priority.
+HOLDS_EXECUTOR_ATTR = "_paam_accelerator_request"
 
 # The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
 # callback waits for.
@@ -97,6 +105,10 @@ class PicasExecutor(Executor):
     :param callback_priority: start with priority scheduling enabled (PiCAS's
         ``enable_callback_priority``); when disabled the executor behaves exactly like rclpy's
         ``SingleThreadedExecutor``.
+    :param awaiting_holds_priority: while a coroutine callback is suspended on an accelerator
+        request (``await await_result(...)``), start no callback of a lower priority; callbacks
+        of its priority or above may run meanwhile. Default False: any ready callback may run
+        while one awaits.
 
     :Example:
         >>> executor = PicasExecutor()
@@ -108,10 +120,11 @@ class PicasExecutor(Executor):
     """
 
     def __init__(self, *, context=None, default_priority: int = 0,
-                 callback_priority: bool = True) -> None:
+                 callback_priority: bool = True, awaiting_holds_priority: bool = False) -> None:
         super().__init__(context=context)
         self.default_priority = int(default_priority)
         self._priority_enabled = bool(callback_priority)
+        self.awaiting_holds_priority = bool(awaiting_holds_priority)
         # First time each task was seen ready: FIFO among equal priorities.
         self._first_seen: "weakref.WeakKeyDictionary[Task, int]" = weakref.WeakKeyDictionary()
         self._seq = itertools.count()
@@ -263,7 +276,7 @@ class PicasExecutor(Executor):
             return
         st = self.stats
         t0 = time.perf_counter_ns()
-        candidates = [(t, e) for t, e in self._pending_entries() if self._runnable(t)]
+        candidates = self._candidates(self._pending_entries())
         best, best_key = self._best(candidates)
         t1 = time.perf_counter_ns()
         st.choose_ns += t1 - t0
@@ -277,6 +290,11 @@ class PicasExecutor(Executor):
             t0 = time.perf_counter_ns()
             st.poll_ns += t0 - t1
             t1 = t0
+        if best is None and self.awaiting_holds_priority:
+            floor = self._held_priority(self._pending_entries())
+            if floor is not None:  # wait for work at or above it, then re-poll without waiting
+                self._wait_held(floor, timeout_sec)
+                timeout_sec = 0.0
         if best is None or outranked:
             candidates = self._refresh(timeout_sec, condition)
             t2 = time.perf_counter_ns()
@@ -300,6 +318,30 @@ class PicasExecutor(Executor):
             raise task.exception()
         task.result()
 
+    def _candidates(self, pending) -> "list[tuple[Task, object]]":
+        """The runnable ones of ``pending`` that the priority held by awaiting callbacks (see
+        ``awaiting_holds_priority``) lets start or resume."""
+        floor = self._held_priority(pending)
+        return [(t, e) for t, e in pending if self._runnable(t)
+                and (floor is None or self.callback_priority(t if e is None else e) >= floor)]
+
+    def _held_priority(self, pending) -> Optional[int]:
+        """With ``awaiting_holds_priority``: the highest priority among callbacks suspended on
+        an accelerator request that is not done; None when there is none."""
+        if not self.awaiting_holds_priority:
+            return None
+        held = None
+        for task, entity in pending:
+            if not _started(task):
+                continue
+            awaited = _awaited_future(task._handler)
+            if (awaited is None or not getattr(awaited, HOLDS_EXECUTOR_ATTR, False)
+                    or awaited.done() or awaited.cancelled()):
+                continue
+            p = self.callback_priority(task if entity is None else entity)
+            held = p if held is None else max(held, p)
+        return held
+
     def _best(self, candidates):
         """The candidate with the highest priority, the earliest seen among equals."""
         best = best_key = None
@@ -317,6 +359,26 @@ class PicasExecutor(Executor):
         ready now: a zero-timeout wait over just those entities (usually few). Subscriptions,
         timers, guard conditions, clients and services are polled; an outranking waitable
         answers True (a full re-poll then decides)."""
+        return self._wait_entities(lambda p: p > priority, 0, waitables_answer=True)
+
+    def _wait_held(self, floor: int, timeout_sec) -> None:
+        """While callbacks below ``floor`` are held (``awaiting_holds_priority``): wait, at most
+        ``timeout_sec`` (None: no limit), for an entity of priority ``floor`` or above to become
+        ready or for the executor's wake-up (an awaited request done). Not rclpy's full wait:
+        a subscription whose handler is held keeps an rmw event of its own ready, and that wait
+        would return at once, again and again. Waitables are not watched here (the next full
+        re-poll sees them)."""
+        if isinstance(timeout_sec, TimeoutObject):
+            timeout_sec = timeout_sec.timeout
+        timeout_ns = -1 if timeout_sec is None or timeout_sec < 0 else int(timeout_sec * 1e9)
+        self._wait_entities(lambda p: p >= floor, timeout_ns, wake_guard=True)
+
+    def _wait_entities(self, accept: Callable[[int], bool], timeout_ns: int, *,
+                       waitables_answer: bool = False, wake_guard: bool = False) -> bool:
+        """Wait (``timeout_ns``: 0 polls, -1 has no limit) over the entities without a pending
+        handler, free to start, whose priority ``accept`` takes, and with ``wake_guard`` the
+        executor's own guard condition; True if one of the entities is ready. With
+        ``waitables_answer`` an accepted waitable answers True at once."""
         default = self.default_priority
         subs, timers, guards, clients, services = [], [], [], [], []
         for node in self.get_nodes():
@@ -324,12 +386,16 @@ class PicasExecutor(Executor):
                                (node.guards, guards), (node.clients, clients),
                                (node.services, services)):
                 for e in group:
-                    if not e._executor_event and getattr(e, _PRIORITY_ATTR, default) > priority:
+                    # (an entity whose callback group is busy, e.g. with a callback suspended
+                    # in an await, cannot start: rclpy's wait leaves it out too)
+                    if (not e._executor_event and accept(getattr(e, _PRIORITY_ATTR, default))
+                            and e.callback_group.can_execute(e)):
                         out.append(e)
-            for w in node.waitables:
-                if not w._executor_event and getattr(w, _PRIORITY_ATTR, default) > priority:
-                    return True
-        if not (subs or timers or guards or clients or services):
+            if waitables_answer:
+                for w in node.waitables:
+                    if not w._executor_event and accept(getattr(w, _PRIORITY_ATTR, default)):
+                        return True
+        if not (subs or timers or guards or clients or services or wake_guard):
             return False
         with contextlib.ExitStack() as stack:
             lists = []
@@ -343,13 +409,20 @@ class PicasExecutor(Executor):
                         pass
                 lists.append(live)
             subs, timers, guards, clients, services = lists
+            own = []
+            if wake_guard:
+                try:
+                    stack.enter_context(self._guard.handle)
+                    own.append(self._guard)
+                except InvalidHandle:  # shut down
+                    return False
             stack.enter_context(self._context.handle)
-            ws = _rclpy.WaitSet(len(subs), len(guards), len(timers), len(clients), len(services),
-                                0, self._context.handle)
+            ws = _rclpy.WaitSet(len(subs), len(guards) + len(own), len(timers), len(clients),
+                                len(services), 0, self._context.handle)
             ws.clear_entities()
             for e in subs:
                 ws.add_subscription(e.handle)
-            for e in guards:
+            for e in guards + own:
                 ws.add_guard_condition(e.handle)
             for e in timers:
                 ws.add_timer(e.handle)
@@ -357,7 +430,7 @@ class PicasExecutor(Executor):
                 ws.add_client(e.handle)
             for e in services:
                 ws.add_service(e.handle)
-            ws.wait(0)
+            ws.wait(timeout_ns)
             found = False
             ready = set(ws.get_ready_entities("guard_condition"))
             for gc in guards:
@@ -398,8 +471,8 @@ class PicasExecutor(Executor):
         """Re-poll readiness; return the runnable (task, entity) candidates."""
         self.stats.refreshes += 1
         pending = self._pending_entries()
-        # Never block while a handler is already waiting to run: poll instead.
-        if any(self._runnable(t) for t, _e in pending):
+        # Never block while a handler is already waiting to run (and allowed to): poll instead.
+        if self._candidates(pending):
             timeout_sec = 0.0
         # Entities that already have a handler waiting to run. rclpy re-yields a guard condition
         # whose trigger is not yet handled at every sweep; one handler per trigger is enough.
@@ -426,13 +499,11 @@ class PicasExecutor(Executor):
             gen.close()
             with self._tasks_lock:  # drop the duplicates cancelled above
                 self._tasks = [ten for ten in self._tasks if not ten[0].cancelled()]
-        out = []
-        for task, entity in self._pending_entries():
+        pending = self._pending_entries()
+        for task, _entity in pending:
             if task not in self._first_seen:
                 self._first_seen[task] = next(self._seq)
-            if self._runnable(task):
-                out.append((task, entity))
-        return out
+        return self._candidates(pending)
 
     def _runnable(self, task: Task) -> bool:
         """False for a coroutine task suspended on an rclpy Future that is still pending."""

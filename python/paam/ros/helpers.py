@@ -309,11 +309,15 @@ def await_result(paam_future, *, timeout_sec: float | None = None):
 
     ``await await_result(client.submit(...))`` inside an ``async def`` callback lets the executor
     run other callbacks until the accelerator is done; :class:`PicasExecutor` resumes the callback
-    (at its priority) once the result is in. A waiter thread blocks in ``paam_future.result``.
+    (at its priority) once the result is in, and with ``awaiting_holds_priority`` starts nothing
+    of a lower priority meanwhile. A waiter thread blocks in ``paam_future.result``.
     """
     from rclpy.task import Future
 
+    from paam.ros.executor import HOLDS_EXECUTOR_ATTR
+
     out = Future()
+    setattr(out, HOLDS_EXECUTOR_ATTR, True)
 
     def wait() -> None:
         try:

@@ -135,6 +135,97 @@ def test_async_callback_awaits_a_paam_future_while_the_executor_runs_others(serv
     assert ticks[0] >= 3, "other callbacks ran while the accelerator worked"
 
 
+def test_awaiting_callback_holds_its_priority_against_lower_ones(server, ros_context):
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+    from paam.ros import PicasExecutor, await_result
+
+    node = rclpy.create_node(f"hold_{uuid.uuid4().hex[:6]}", context=ros_context)
+    client = paam.Client(priority=3, kernels=["spin"], socket=server.socket_path)
+    ticks = {"low": 0, "high": 0}
+    seen = {}
+    waiter_timer = None
+
+    async def waiter():
+        waiter_timer.cancel()
+        seen["before"] = dict(ticks)
+        await await_result(client.submit("spin", duration_ms=150.0))
+        seen["after"] = dict(ticks)
+
+    def tick(name):
+        ticks[name] += 1
+
+    waiter_timer = node.create_timer(0.01, waiter)
+    low = node.create_timer(0.01, lambda: tick("low"),
+                            callback_group=MutuallyExclusiveCallbackGroup())
+    high = node.create_timer(0.01, lambda: tick("high"),
+                             callback_group=MutuallyExclusiveCallbackGroup())
+    ex = PicasExecutor(context=ros_context, awaiting_holds_priority=True)
+    ex.add_node(node)
+    ex.set_callback_priority(waiter_timer, 10)
+    ex.set_callback_priority(low, 5)
+    ex.set_callback_priority(high, 20)
+    deadline = time.monotonic() + 20
+    while "after" not in seen and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.5)
+    for _ in range(20):  # the lower callback runs again once the awaiting one is done
+        ex.spin_once(timeout_sec=0.05)
+    client.close()
+    ex.shutdown()
+    node.destroy_node()
+    assert "after" in seen
+    assert seen["after"]["low"] == seen["before"]["low"], "a lower callback started meanwhile"
+    assert seen["after"]["high"] - seen["before"]["high"] >= 3, "higher callbacks were held"
+    assert ticks["low"] > seen["after"]["low"]
+
+
+def test_a_held_callback_with_a_message_waiting_does_not_make_the_executor_spin(ros_context):
+    """While a callback awaits the accelerator, a lower one's message waits untaken. rclpy's
+    full wait then returns at once (an rmw event of that subscription stays ready); the
+    executor must still sleep until the request is done, not poll in a loop."""
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from std_msgs.msg import Int64
+
+    from paam.ros import PicasExecutor, await_result
+
+    class Sleeper:  # a request that takes 1 s
+        def result(self, timeout_sec=None):
+            time.sleep(1.0)
+            return 1
+
+    node = rclpy.create_node(f"spinless_{uuid.uuid4().hex[:6]}", context=ros_context)
+    pub = node.create_publisher(Int64, "held", 1)
+    got = []
+    sub = node.create_subscription(Int64, "held", lambda m: got.append(m.data), 1,
+                                   callback_group=MutuallyExclusiveCallbackGroup())
+    done = []
+    timer = None
+
+    async def waiter():
+        timer.cancel()
+        pub.publish(Int64(data=7))
+        done.append(await await_result(Sleeper()))
+
+    timer = node.create_timer(0.01, waiter)
+    ex = PicasExecutor(context=ros_context, awaiting_holds_priority=True)
+    ex.add_node(node)
+    ex.set_callback_priority(timer, 10)
+    ex.set_callback_priority(sub, 1)
+    deadline = time.monotonic() + 10
+    while not done and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.05)
+    refreshes = ex.stats.refreshes
+    while not got and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.05)
+    ex.shutdown()
+    node.destroy_node()
+    assert done == [1] and got == [7]
+    # one re-poll per 50 ms timeout and per wake-up: a few dozen in the second, not thousands
+    assert refreshes < 200, refreshes
+
+
 def test_await_result_carries_the_paam_error(server):
     from paam.ros import await_result
 
