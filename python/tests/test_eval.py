@@ -447,9 +447,9 @@ def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
 
 
 def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
-    """--segments async: callbacks await their segments. Every executor keeps serving (an
-    executor once stalled while a held callback's message waited: the behavior planner then
-    never ran), and the hot path still completes in order."""
+    """--segments async: PAAM's callbacks await their segments (PiCAS's stay synchronous).
+    Every executor keeps serving (one once stalled while a held callback's message waited: the
+    behavior planner then never ran), and the hot path still completes in order."""
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
@@ -458,7 +458,7 @@ def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
     assert data["params"]["segments"] == "async"
-    assert "segments awaited (async)" in (tmp_path / "summary.txt").read_text()
+    assert "PAAM's segments awaited (async)" in (tmp_path / "summary.txt").read_text()
     duration = data["params"]["duration"]
     for method in ("PiCAS", "PAAM"):
         s = data["results"]["4ST"][method]

@@ -52,8 +52,11 @@ paamd (suspend on a futex by default; direct CUDA invocation spins on a completi
 pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority (default:
 one above E0's), ``--request-priority`` what paamd ranks a GPU request by (its chain's priority,
 the paper's rule and the default, or its executor's most critical chain priority: measured
-worse on the H100, docs/evaluation.md). Counts every subscription's missing samples
-(``drops_by_subscription``) and times PAAM's GPU requests per chain priority. Writes
+worse on the H100, docs/evaluation.md), ``--segments async`` that PAAM's callbacks await their
+requests (the paper's asynchronous request: the executor runs work of the awaiting callback's
+priority or above meanwhile; default sync, the callback holding its executor). Counts every
+subscription's missing samples (``drops_by_subscription``) and times PAAM's GPU requests per
+chain priority. Writes
 ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's stages of every recorded PAAM
 GPU request, with its submit time and chain priority), ``host_stat.csv`` (/proc/stat each
 second: what the host, a hypervisor, took from each CPU), ``summary.csv``, ``summary.json``,
@@ -73,7 +76,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -309,17 +311,6 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
         common.child_failed(path, exc)
 
 
-class _Call:
-    """A blocking call in the shape of a paam future, for await_result: a direct kernel with
-    async segments runs on await_result's waiter thread."""
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn = fn
-
-    def result(self, timeout_sec: float | None = None) -> None:
-        self._fn()
-
-
 class _Graph:
     """The nodes of one process, their clients and what they record."""
 
@@ -363,7 +354,9 @@ class _Graph:
         self.rclpy = rclpy
         self.ctx = ctx
         self.prefix = cfg["topic_prefix"]
-        self.async_segments = cfg["segments"] == "async"
+        # (direct invocation runs the kernel on the calling thread, and a CUDA one spins there
+        # until it is done: PiCAS and ROS 2 keep synchronous segments)
+        self.async_segments = cfg["segments"] == "async" and self.method == "paam"
 
     def _callback(self, fn):
         """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
@@ -413,19 +406,15 @@ class _Graph:
         return c
 
     async def _segment(self, client, ms: float, drop: bool) -> None:
-        """One accelerator segment. --segments sync: on this thread, the callback holding its
-        executor (the coroutine never suspends); async: awaited, the executor free meanwhile for
-        callbacks of this one's priority or above (PicasExecutor's awaiting_holds_priority) or
-        any (rclpy's executors, ROS 2) -- a paamd request is submitted and awaited, a direct
-        kernel runs on a waiter thread."""
+        """One accelerator segment. Synchronous: on this thread, the callback holding its
+        executor (the coroutine never suspends). PAAM with --segments async: the request is
+        submitted and awaited, the executor free meanwhile for callbacks of this one's priority
+        or above (PicasExecutor's awaiting_holds_priority)."""
         if ms <= 0:
             return
         if self.async_segments:
             from paam.ros import await_result
-            if self.method == "paam":
-                await await_result(client.submit("spin", duration_ms=ms))
-            else:
-                await await_result(_Call(lambda: self._blocking_segment(client, ms, drop)))
+            await await_result(client.submit("spin", duration_ms=ms))
         else:
             self._blocking_segment(client, ms, drop)
 
@@ -707,8 +696,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 ex = SingleThreadedExecutor(context=ctx)
             else:
                 from paam.ros import PicasExecutor
-                ex = PicasExecutor(context=ctx,
-                                   awaiting_holds_priority=cfg["segments"] == "async")
+                ex = PicasExecutor(context=ctx, awaiting_holds_priority=g.async_segments)
                 for entity, prio in g.entities[ex_name]:
                     ex.set_callback_priority(entity, prio)
             for n in nodes:
@@ -890,12 +878,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "less critical callback's request then cannot keep the executor, and "
                         "the critical callbacks waiting on it, behind other executors' work)")
     p.add_argument("--segments", default="sync", choices=["sync", "async"],
-                   help="how a callback waits for its GPU and TPU segments: sync (default; it "
-                        "holds its executor, as in the paper's evaluation) or async (it awaits "
-                        "them, the paper's asynchronous request: under PiCAS and PAAM the "
-                        "executor runs callbacks of that callback's priority or above "
-                        "meanwhile, under ROS 2 any; a direct kernel then runs on a waiter "
-                        "thread)")
+                   help="how a PAAM callback waits for its GPU and TPU requests: sync "
+                        "(default; it holds its executor, as in the paper's evaluation) or "
+                        "async (it awaits them, the paper's asynchronous request; the executor "
+                        "runs callbacks of that callback's priority or above meanwhile). "
+                        "PiCAS and ROS 2 invoke directly, on the callback's thread: always sync")
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
@@ -1266,8 +1253,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
              f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
-             + ("; segments awaited (async)" if getattr(args, "segments", "sync") == "async"
-                else "")
+             + ("; PAAM's segments awaited (async)"
+                if getattr(args, "segments", "sync") == "async" else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else ""),
              common.machine_line(meta),
