@@ -39,6 +39,7 @@ Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import inspect
 import itertools
@@ -56,12 +57,14 @@ from rclpy.task import Future, Task
 from paam.ros.rt import MODES as RT_MODES
 from paam.ros.rt import RtReport, apply_rt
 
-__all__ = ["PicasExecutor", "PickStats"]
+__all__ = ["PicasExecutor", "PickStats", "await_result", "AcceleratorFuture"]
 
 _PRIORITY_ATTR = "_paam_callback_priority"
-# Set on the rclpy Future of paam.ros.await_result: an accelerator request, whose awaiting
-# callback holds its priority on the executor with awaiting_holds_priority.
+# Set on the rclpy Future of await_result: an accelerator request, whose awaiting callback holds
+# its priority on the executor with awaiting_holds_priority.
 HOLDS_EXECUTOR_ATTR = "_paam_accelerator_request"
+# The PicasExecutor running a callback in this thread now: await_result leaves it the collection.
+_running_in = threading.local()
 
 # The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
 # callback waits for.
@@ -141,6 +144,8 @@ class PicasExecutor(Executor):
         self.on_pick: Optional[Callable[[object, int], None]] = None
         # (thread, priority) of the callback running now: tasks it creates inherit the priority.
         self._running: Optional[tuple[int, int]] = None
+        # await_result's futures this executor collects itself, unless it must sleep first
+        self._uncollected: list[AcceleratorFuture] = []
 
     # -- PiCAS API -----------------------------------------------------------------------------
 
@@ -292,8 +297,14 @@ class PicasExecutor(Executor):
             t1 = t0
         if best is None and self.awaiting_holds_priority:
             floor = self._held_priority(self._pending_entries())
-            if floor is not None:  # wait for work at or above it, then re-poll without waiting
+            if floor is not None:
+                # Wait for work at or above it. Woken by an awaited request that is done, run
+                # its callback on (unless something outranks it) without rclpy's full re-poll,
+                # which costs more than the rest of the resumption.
                 self._wait_held(floor, timeout_sec)
+                candidates = self._candidates(self._pending_entries())
+                best, best_key = self._best(candidates)
+                outranked = best is not None and self._outranking_work_ready(best_key[0])
                 timeout_sec = 0.0
         if best is None or outranked:
             candidates = self._refresh(timeout_sec, condition)
@@ -310,10 +321,12 @@ class PicasExecutor(Executor):
         if self.on_pick is not None:
             self.on_pick(entity, best_key[0])
         outer, self._running = self._running, (threading.get_ident(), best_key[0])
+        outer_ex, _running_in.executor = getattr(_running_in, "executor", None), self
         try:
             task()
         finally:
             self._running = outer
+            _running_in.executor = outer_ex
         if task.exception() is not None:
             raise task.exception()
         task.result()
@@ -371,7 +384,13 @@ class PicasExecutor(Executor):
         if isinstance(timeout_sec, TimeoutObject):
             timeout_sec = timeout_sec.timeout
         timeout_ns = -1 if timeout_sec is None or timeout_sec < 0 else int(timeout_sec * 1e9)
-        self._wait_entities(lambda p: p >= floor, timeout_ns, wake_guard=True)
+        accept = lambda p: p >= floor  # noqa: E731
+        if timeout_ns != 0 and self._uncollected:
+            # work ready now: no sleep, so no waiter threads yet (the guard is left untouched)
+            if self._wait_entities(accept, 0):
+                return
+            self._hand_to_waiters()
+        self._wait_entities(accept, timeout_ns, wake_guard=True)
 
     def _wait_entities(self, accept: Callable[[int], bool], timeout_ns: int, *,
                        waitables_answer: bool = False, wake_guard: bool = False) -> bool:
@@ -468,7 +487,16 @@ class PicasExecutor(Executor):
                 and not t.cancelled()]
 
     def _refresh(self, timeout_sec, condition) -> "list[tuple[Task, object]]":
-        """Re-poll readiness; return the runnable (task, entity) candidates."""
+        """Re-poll readiness; return the runnable (task, entity) candidates. With requests of
+        await_result not collected yet, a poll comes first, and only if it finds nothing are
+        they handed to waiter threads before the wait that may sleep."""
+        if self._uncollected and (timeout_sec is None or timeout_sec != 0):
+            found = self._refresh_once(0.0, condition)
+            if found:
+                return found
+        return self._refresh_once(timeout_sec, condition)
+
+    def _refresh_once(self, timeout_sec, condition) -> "list[tuple[Task, object]]":
         self.stats.refreshes += 1
         pending = self._pending_entries()
         # Never block while a handler is already waiting to run (and allowed to): poll instead.
@@ -479,6 +507,8 @@ class PicasExecutor(Executor):
         waiting = {id(e) for t, e in pending if e is not None and not _started(t)}
         if isinstance(timeout_sec, TimeoutObject):
             timeout_sec = timeout_sec.timeout
+        if timeout_sec is None or timeout_sec != 0:  # it may sleep: someone else must wake it
+            self._hand_to_waiters()
         # A fresh generator each pick; the base class keeps its own in _cb_iter for the stock path.
         gen = self._wait_for_ready_callbacks(timeout_sec, None, condition)
         try:
@@ -505,6 +535,19 @@ class PicasExecutor(Executor):
                 self._first_seen[task] = next(self._seq)
         return self._candidates(pending)
 
+    def collect_later(self, future: "AcceleratorFuture") -> None:
+        """Collect ``future`` (from :func:`await_result`) in this executor's thread when it is
+        done, or hand it to a waiter thread before sleeping."""
+        self._uncollected.append(future)
+
+    def _hand_to_waiters(self) -> None:
+        """Before a wait that may sleep: a waiter thread for every request not collected yet
+        (it wakes the executor when its request is done)."""
+        if self._uncollected:
+            for f in self._uncollected:
+                f.ensure_waiter()
+            self._uncollected.clear()
+
     def _runnable(self, task: Task) -> bool:
         """False for a coroutine task suspended on an rclpy Future that is still pending."""
         if not _started(task):
@@ -512,6 +555,8 @@ class PicasExecutor(Executor):
         coro = task._handler
         awaited = _awaited_future(coro)
         if awaited is None or awaited.done() or awaited.cancelled():
+            return True
+        if isinstance(awaited, AcceleratorFuture) and awaited.collect_if_done():
             return True
         if awaited not in self._hooked:
             self._hooked.add(awaited)
@@ -542,3 +587,80 @@ def _awaited_future(coro) -> Optional[Future]:
         else:
             obj = getattr(obj, "cr_await", None)
     return None
+
+
+# -- awaiting an accelerator request ------------------------------------------------------------
+
+_waiters: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_waiters_lock = threading.Lock()
+
+
+def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _waiters
+    with _waiters_lock:
+        if _waiters is None:
+            _waiters = concurrent.futures.ThreadPoolExecutor(
+                max_workers=32, thread_name_prefix="paam-await")
+        return _waiters
+
+
+class AcceleratorFuture(Future):
+    """:func:`await_result`'s rclpy Future. Its request's result is collected either by the
+    executor's thread (:meth:`collect_if_done`, while no waiter thread has it) or by one waiter
+    thread (:meth:`ensure_waiter`), never by both."""
+
+    def __init__(self, paam_future, timeout_sec: Optional[float] = None) -> None:
+        super().__init__()
+        setattr(self, HOLDS_EXECUTOR_ATTR, True)
+        self._paam = paam_future
+        self._timeout_sec = timeout_sec
+        self._claim = threading.Lock()
+        self._waiter = False
+
+    def collect_if_done(self) -> bool:
+        """True if done; collects the result here if the request is done and no waiter has it."""
+        with self._claim:
+            if self._waiter or self.done():
+                return self.done()
+            ready = getattr(self._paam, "done", None)
+            if ready is None or not ready():
+                return False
+            self._deliver()
+            return True
+
+    def ensure_waiter(self) -> None:
+        """Hand the request to a waiter thread (once), unless it was collected already."""
+        with self._claim:
+            if self._waiter or self.done():
+                return
+            self._waiter = True
+        _waiter_pool().submit(self._deliver)
+
+    def _deliver(self) -> None:
+        try:
+            self.set_result(self._paam.result(timeout_sec=self._timeout_sec))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            self.set_exception(exc)
+
+
+def await_result(paam_future, *, timeout_sec: Optional[float] = None) -> AcceleratorFuture:
+    """An rclpy Future that completes with ``paam_future``'s result (or exception).
+
+    ``await await_result(client.submit(...))`` inside an ``async def`` callback lets the executor
+    run other callbacks until the accelerator is done; :class:`PicasExecutor` resumes the callback
+    (at its priority) once the result is in, and with ``awaiting_holds_priority`` starts nothing
+    of a lower priority meanwhile.
+
+    Who collects the result: called from a callback that a :class:`PicasExecutor` runs, that
+    executor does, in its own thread, when it next looks and the request is done (no thread
+    hand-over on the way back); only before it would sleep does it hand the request to a waiter
+    thread, which then wakes it. Called anywhere else, a waiter thread blocks in
+    ``paam_future.result`` at once. ``timeout_sec`` is the waiter's.
+    """
+    out = AcceleratorFuture(paam_future, timeout_sec)
+    executor = getattr(_running_in, "executor", None)
+    if executor is None:
+        out.ensure_waiter()
+    else:
+        executor.collect_later(out)
+    return out

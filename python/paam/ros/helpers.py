@@ -35,21 +35,22 @@ Using a client inside a callback (the PAAM paper's Fig. 6):
 * asynchronous: ``fut = client.submit(...)``, CPU work that does not need the result, then
   ``out = fut.result()`` in the same callback — also modelled (the accelerator segment overlaps
   the CPU work);
-* :func:`await_result` lets an ``async def`` callback ``await`` a paam future so the executor
-  runs other callbacks meanwhile. The analysis does not model that interleaving (it treats a
-  callback as one non-preemptive job), so use it only for chains outside admission control.
+* :func:`paam.ros.await_result` (in :mod:`paam.ros.executor`) lets an ``async def`` callback
+  ``await`` a paam future so the executor runs other callbacks meanwhile. The analysis treats a
+  callback as one non-preemptive job: with :class:`PicasExecutor`'s ``awaiting_holds_priority``
+  no lower-priority callback starts during the wait, so its one blocking callback of a less
+  critical chain still holds, but the interleaving itself is not modelled; keep such chains
+  outside admission control unless their bound has been checked by measurement.
 
-Nothing here imports rclpy at import time except through :func:`await_result`.
+Nothing here imports rclpy at import time.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import threading
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["CallbackSpec", "Chain", "picas_callback_priorities", "analysis_system",
-           "await_result"]
+__all__ = ["CallbackSpec", "Chain", "picas_callback_priorities", "analysis_system"]
 
 _WAIT_MODES = ("spin", "suspend", "hybrid")
 
@@ -287,43 +288,3 @@ def analysis_system(chains: Iterable[Chain], *, accelerator: str = "accelerator"
                                                      overhead=float(overhead_ms),
                                                      preemption=float(preemption_ms))},
         executors=executors, chains=out, comm_cost=float(comm_cost_ms))
-
-
-# -- awaiting a paam future from an rclpy coroutine callback --------------------------------------
-
-_waiters: concurrent.futures.ThreadPoolExecutor | None = None
-_waiters_lock = threading.Lock()
-
-
-def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _waiters
-    with _waiters_lock:
-        if _waiters is None:
-            _waiters = concurrent.futures.ThreadPoolExecutor(
-                max_workers=32, thread_name_prefix="paam-await")
-        return _waiters
-
-
-def await_result(paam_future, *, timeout_sec: float | None = None):
-    """An rclpy Future that completes with ``paam_future``'s result (or exception).
-
-    ``await await_result(client.submit(...))`` inside an ``async def`` callback lets the executor
-    run other callbacks until the accelerator is done; :class:`PicasExecutor` resumes the callback
-    (at its priority) once the result is in, and with ``awaiting_holds_priority`` starts nothing
-    of a lower priority meanwhile. A waiter thread blocks in ``paam_future.result``.
-    """
-    from rclpy.task import Future
-
-    from paam.ros.executor import HOLDS_EXECUTOR_ATTR
-
-    out = Future()
-    setattr(out, HOLDS_EXECUTOR_ATTR, True)
-
-    def wait() -> None:
-        try:
-            out.set_result(paam_future.result(timeout_sec=timeout_sec))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            out.set_exception(exc)
-
-    _waiter_pool().submit(wait)
-    return out

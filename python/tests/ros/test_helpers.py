@@ -226,6 +226,65 @@ def test_a_held_callback_with_a_message_waiting_does_not_make_the_executor_spin(
     assert refreshes < 200, refreshes
 
 
+def test_a_busy_executor_collects_the_awaited_result_in_its_own_thread(ros_context):
+    """No thread hand-over on the way back while the executor has other work: the request's
+    result is collected by the executor's thread; an idle one hands it to a waiter first."""
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+    from paam.ros import PicasExecutor, await_result
+
+    class Request:  # done 50 ms after it was made; records who collected it
+        def __init__(self):
+            self.t_done = time.monotonic() + 0.05
+            self.collector = None
+
+        def done(self):
+            return time.monotonic() >= self.t_done
+
+        def result(self, timeout_sec=None):
+            while not self.done():
+                time.sleep(0.001)
+            self.collector = threading.get_ident()
+            return 5
+
+    node = rclpy.create_node(f"collect_{uuid.uuid4().hex[:6]}", context=ros_context)
+    requests, got = [], []
+    timer = busy_timer = None
+
+    async def waiter():
+        if len(requests) == 2:
+            return
+        requests.append(Request())
+        got.append(await await_result(requests[-1]))
+
+    def busy():  # always ready again: the executor never sleeps while it runs
+        if got:
+            busy_timer.cancel()  # then idle while the second request runs
+            return
+        t_end = time.monotonic() + 0.002
+        while time.monotonic() < t_end:
+            pass
+
+    timer = node.create_timer(0.2, waiter)
+    busy_timer = node.create_timer(0.001, busy, callback_group=MutuallyExclusiveCallbackGroup())
+    ex = PicasExecutor(context=ros_context, awaiting_holds_priority=True)
+    ex.add_node(node)
+    ex.set_callback_priority(timer, 20)  # equal priorities: FIFO, and the wait holds neither
+    ex.set_callback_priority(busy_timer, 20)
+    me = threading.get_ident()
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.05)
+    while len(got) < 2 and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.05)
+    ex.shutdown()
+    node.destroy_node()
+    assert got == [5, 5]
+    assert requests[0].collector == me, "the busy executor's thread collected it"
+    assert requests[1].collector not in (None, me), "the idle executor left it to a waiter"
+
+
 def test_await_result_carries_the_paam_error(server):
     from paam.ros import await_result
 
