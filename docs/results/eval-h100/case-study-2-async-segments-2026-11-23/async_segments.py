@@ -1,0 +1,89 @@
+"""Case study 2 at 2.5 ms GPU segments on two lent H100 machines (D, E), PAAM's callbacks
+holding their executor through each segment (--segments sync, the default) or awaiting it
+(--segments async), beside PiCAS and ROS 2 on D. Prints the table in async_segments.txt and draws
+fig_async_segments.png beside this file.
+
+"Earlier branch done first": the share of instances whose earlier lidar's points transformer
+ended before the later lidar's stamp (the instance's start), i.e. the two branches did not
+overlap.
+
+Run: python async_segments.py   (numpy and matplotlib)
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+# (run folder, machine, segments, code)
+RUNS = (("D-async-1", "D", "async", "979af0c"), ("D-sync-1", "D", "sync", "979af0c"),
+        ("D-sync-2", "D", "sync", "979af0c"), ("D-async-2", "D", "async", "979af0c"),
+        ("D-picas", "D", "-", "979af0c"), ("D-ros2", "D", "-", "979af0c"),
+        ("E-async-1", "E", "async", "67a6ce6"), ("E-sync", "E", "sync", "67a6ce6"),
+        ("E-async-2", "E", "async", "67a6ce6"), ("E-MT-sync", "E", "sync", "67a6ce6"),
+        ("E-MT-async", "E", "async", "67a6ce6"))
+
+
+def load(run: str) -> tuple[str, str, dict, np.ndarray, np.ndarray]:
+    res = json.loads((HERE / run / "summary.json").read_text())["results"]
+    (setup, by_method), = res.items()
+    (method, s), = by_method.items()
+    with gzip.open(HERE / run / "hot_path.csv.gz", "rt") as f:
+        rows = list(csv.DictReader(f))
+    lat = np.array([float(r["latency_ms"]) for r in rows])
+    ends = np.array([[float(r["PointsTransformerFront_end_ms"] or "nan"),
+                      float(r["PointsTransformerRear_end_ms"] or "nan")] for r in rows])
+    return setup, method, s, lat, ends
+
+
+def main() -> None:
+    head = ("run", "machine", "code", "setup", "method", "segments", "n", "min", "mean", "p99",
+            "max", "drops", "lidar skipped", "GPU segment p50 / p99 ms", "hop 1 median",
+            "later hops median", "earlier branch done first", "E0 collections in instances",
+            "longest collection ms")
+    table, box = [head], []
+    for run, machine, segments, code in RUNS:
+        setup, method, s, lat, ends = load(run)
+        h, hops, gc = s["hot_path_ms"], s["hot_path_hops_ms"], s["gc"]
+        lidar = s["lidar_samples"]
+        skipped = 2 * lidar["expected_each"] - lidar["front"] - lidar["rear"]
+        first_done = float(np.mean(np.nanmin(ends, axis=1) < 0)) if len(ends) else float("nan")
+        later = sum(hops[k]["p50"] for k in hops if k != "lidar->transformers")
+        longest = max(g["max_ms"] for p in gc["by_process"].values() for g in p.values())
+        w = s["gpu_segment_wall_ms"]
+        table.append((run, machine, code, setup, method, segments, str(h["n"]), f"{h['min']:.1f}",
+                      f"{h['mean']:.1f}", f"{h['p99']:.1f}", f"{h['max']:.1f}",
+                      str(s["drops"]["total"]), str(skipped), f"{w['p50']:.2f} / {w['p99']:.1f}",
+                      f"{hops['lidar->transformers']['p50']:.1f}", f"{later:.1f}",
+                      f"{100 * first_done:.0f}%",
+                      f"{gc['hot_path']['during_a_collection']} of {gc['hot_path']['instances']}",
+                      f"{longest:.1f}"))
+        label = f"{run}\n{method}" + (f" {segments}" if segments != "-" else "")
+        box.append((label, lat))
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(wd) for c, wd in zip(r, widths)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * wd for wd in widths))
+    text = "\n".join(lines) + "\n"
+    (HERE / "async_segments.txt").write_text(text)
+    print(text)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(13, 4.8))
+    ax.boxplot([b[1] for b in box], whis=(0, 100), widths=0.6)
+    ax.set_xticks(range(1, len(box) + 1), [b[0] for b in box], fontsize=7)
+    ax.set_ylabel("hot-path latency (ms), whiskers min / max")
+    ax.set_title("Case study 2, 2.5 ms GPU segments, H100 machines D and E (2026-11-23): "
+                 "PAAM with synchronous or awaited (async) segments")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(HERE / "fig_async_segments.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
