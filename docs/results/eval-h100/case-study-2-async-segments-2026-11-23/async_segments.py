@@ -1,6 +1,7 @@
-"""Case study 2 at 2.5 ms GPU segments on two lent H100 machines (D, E), PAAM's callbacks
-holding their executor through each segment (--segments sync, the default) or awaiting it
-(--segments async), beside PiCAS and ROS 2 on D. Prints the table in async_segments.txt and draws
+"""Case study 2 at 2.5 ms GPU segments on lent H100 machines D and E, PAAM's callbacks holding
+their executor through each segment (--segments sync, the default) or awaiting it (--segments
+async), beside PiCAS and ROS 2 on D; and on machine F, MT with Python's collector frozen (--gc
+freeze). Prints the table in async_segments.txt and draws
 fig_async_segments.png beside this file.
 
 "Earlier branch done first": the share of instances whose earlier lidar's points transformer
@@ -25,7 +26,7 @@ RUNS = (("D-async-1", "D", "async", "979af0c"), ("D-sync-1", "D", "sync", "979af
         ("D-picas", "D", "-", "979af0c"), ("D-ros2", "D", "-", "979af0c"),
         ("E-async-1", "E", "async", "67a6ce6"), ("E-sync", "E", "sync", "67a6ce6"),
         ("E-async-2", "E", "async", "67a6ce6"), ("E-MT-sync", "E", "sync", "67a6ce6"),
-        ("E-MT-async", "E", "async", "67a6ce6"))
+        ("E-MT-async", "E", "async", "67a6ce6"), ("F-MT-gc-freeze", "F", "sync", "9f69d27"))
 
 
 def load(run: str) -> tuple[str, str, dict, np.ndarray, np.ndarray]:
