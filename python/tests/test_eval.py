@@ -329,6 +329,12 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
                                                "ObjectCollisionEstimator_start_ms",
                                                "latency_ms")]
     assert 0 < at[0] < at[1] < at[2] <= at[3] < at[4], at
+    # ... and the lidars' phase: the later stamp at or after the earlier one, for every instance
+    gaps = [float(row.split(",")[head.index("lidar_gap_ms")]) for row in rows[1:]]
+    assert gaps and min(gaps) >= 0, gaps[:5]
+    for method in methods:
+        assert data["results"]["4ST"][method]["lidar_gap_ms"]["n"] == data["results"]["4ST"][
+            method]["hot_path_ms"]["n"]
     hops = data["results"]["4ST"]["PAAM"]["hot_path_hops_ms"]
     assert abs(sum(v["p50"] for v in hops.values()) - data["results"]["4ST"]["PAAM"][
         "hot_path_ms"]["p50"]) < 0.2 * data["results"]["4ST"]["PAAM"]["hot_path_ms"]["p50"]

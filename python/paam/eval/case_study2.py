@@ -152,7 +152,7 @@ HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
 # hot-path callbacks between the lidars and the estimator, whose ends hot_path.csv records
 HOT_HOPS = ("PointsTransformerFront", "PointsTransformerRear", "PointCloudFusion",
             "RayGroundFilter", "EuclideanClusterDetector")
-_HOT_COLS = 6 + len(HOT_HOPS)
+_HOT_COLS = 7 + len(HOT_HOPS)  # end, latency, missing, seqs, estimator start, lidar gap, hops
 _NO_STAMP = -(1 << 62)  # a hop the sample's history does not hold
 TPU_NODE = "PointsTransformerRear"
 # paamd's per-request timestamps (paam.Client.timestamps), in order: the ends of the stages
@@ -648,7 +648,9 @@ class _Graph:
         # ends where the estimator's callback starts; ours at its end)
         hops = tuple(hist[NODE_IDS[n]][0] - start if NODE_IDS[n] in hist else _NO_STAMP
                      for n in HOT_HOPS)
-        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start) + hops)
+        # the lidars' phase: how long after the earlier lidar's stamp the later one's came
+        gap = start - min(f[0], r[0])
+        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start, gap) + hops)
 
 
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
@@ -828,7 +830,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
     return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
             "latency_to_start_ms": hot_a[:, 5] / 1e6,
-            "hops_ms": np.where(hot_a[:, 6:] == _NO_STAMP, np.nan, hot_a[:, 6:] / 1e6),
+            "lidar_gap_ms": hot_a[:, 6] / 1e6,
+            "hops_ms": np.where(hot_a[:, 7:] == _NO_STAMP, np.nan, hot_a[:, 7:] / 1e6),
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
@@ -1057,6 +1060,7 @@ def run(args: argparse.Namespace) -> int:
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
              "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
              "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"]),
+             "lidar_gap_ms": common.summarize(r["lidar_gap_ms"]),
              **_host_summary(r, pl), "gc": _gc_summary(r)}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
@@ -1066,10 +1070,12 @@ def run(args: argparse.Namespace) -> int:
                      "instances_with_drops": s["drops"]["instances_with_drops"],
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
-        for e, x, d, st, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"],
-                                    r["hops_ms"]):
+        for e, x, d, st, gap, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"],
+                                         r["lidar_gap_ms"], r["hops_ms"]):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
+                            # the later lidar's stamp after the earlier one's (their phase)
+                            "lidar_gap_ms": round(float(gap), 3),
                             # where the instance was: each hot-path callback's end and the
                             # estimator's start, from the later lidar stamp (a transformer of
                             # the earlier lidar may end before it; empty: not on record)
