@@ -4,6 +4,9 @@
   priorities inherited from chains, always the highest-priority ready callback, SCHED_FIFO and
   CPU affinity for the spinning thread (``set_executor_priority_cpu``, ``spin_rt``; a nice value
   where the machine refuses SCHED_FIFO, :mod:`paam.ros.rt`).
+* :func:`await_result` — ``await await_result(client.submit(...))`` in an ``async def``
+  callback: the executor runs other work until the accelerator is done (with
+  ``PicasExecutor(awaiting_holds_priority=True)`` only work of that callback's priority or above).
 * :class:`Chain`, :class:`CallbackSpec` — a chain declared once, from which the executor's
   priorities, the real-time settings, each callback's paam registration and timing model, and the
   analysis system (:func:`analysis_system`) come; ``best_effort=True`` chains rank below every

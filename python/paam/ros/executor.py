@@ -32,7 +32,10 @@ With ``awaiting_holds_priority``, a callback suspended on an accelerator request
 (:func:`paam.ros.await_result`) keeps callbacks of lower priority from starting until it resumes,
 as a synchronous request would, while callbacks of its priority or above run in the meantime: the
 analysis's one blocking callback of a less critical chain per instance still holds, and the
-accelerator time no longer holds the executor's more critical work.
+accelerator time no longer holds the executor's more critical work. A request awaited in a callback
+this executor runs is collected by the executor's own thread once it is done (no hand-over to
+another thread on the way back); only before a wait that may sleep is it handed to a waiter
+thread, which then wakes the executor.
 
 Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
 :meth:`set_callback_priority` may be called from any thread (an attribute store).
