@@ -285,6 +285,40 @@ def test_a_busy_executor_collects_the_awaited_result_in_its_own_thread(ros_conte
     assert requests[1].collector not in (None, me), "the idle executor left it to a waiter"
 
 
+def test_an_error_collected_by_the_executor_reaches_the_awaiting_callback(ros_context):
+    import rclpy
+
+    from paam.ros import PicasExecutor, await_result
+
+    class Failed:  # done at once, and its result is an error
+        def done(self):
+            return True
+
+        def result(self, timeout_sec=None):
+            raise paam.ServerDied("gone")
+
+    node = rclpy.create_node(f"collect_err_{uuid.uuid4().hex[:6]}", context=ros_context)
+    caught = []
+    timer = None
+
+    async def waiter():
+        timer.cancel()
+        try:
+            await await_result(Failed())
+        except paam.ServerDied as exc:
+            caught.append(str(exc))
+
+    timer = node.create_timer(0.01, waiter)
+    ex = PicasExecutor(context=ros_context, awaiting_holds_priority=True)
+    ex.add_node(node)
+    deadline = time.monotonic() + 5
+    while not caught and time.monotonic() < deadline:
+        ex.spin_once(timeout_sec=0.05)
+    ex.shutdown()
+    node.destroy_node()
+    assert len(caught) == 1 and "gone" in caught[0]
+
+
 def test_await_result_carries_the_paam_error(server):
     from paam.ros import await_result
 
