@@ -183,3 +183,11 @@ def wait_until_ready(ctx, subscriptions, timeout_sec: float) -> None:
             ws.wait(int(min(left, 0.2) * 1e9))
             ready = set(ws.get_ready_entities("subscription"))
         pending = [s for s in pending if s.handle.pointer not in ready]
+
+
+def spin_until(executor, done, timeout_sec: float, step_sec: float = 0.05) -> bool:
+    """``executor.spin_once(step_sec)`` until ``done()`` or ``timeout_sec`` passed; done()."""
+    deadline = time.monotonic() + timeout_sec
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=step_sec)
+    return done()

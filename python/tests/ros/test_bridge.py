@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import Procs, read_line_until, wait_until_ready
+from conftest import Procs, read_line_until, spin_until, wait_until_ready
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -334,9 +334,7 @@ def test_remote_client_works_from_inside_an_executor_callback(bridge, ros_contex
     timer = node.create_timer(0.01, on_timer)
     ex = PicasExecutor(context=ros_context)
     ex.add_node(node)
-    deadline = time.monotonic() + 20
-    while not results and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.5)
+    spin_until(ex, lambda: results, 20, 0.5)
     c.close()
     ex.shutdown()
     node.destroy_node()

@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from conftest import spin_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -86,9 +87,7 @@ def test_synchronous_and_asynchronous_requests_inside_executor_callbacks(server,
     order = []
     ex.on_pick = lambda entity, prio: order.append(prio)
     time.sleep(0.03)  # both timers are ready at the first wait
-    deadline = time.monotonic() + 20
-    while len(out) < 3 and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.5)
+    spin_until(ex, lambda: len(out) >= 3, 20, 0.5)
     lidar.close()
     ex.shutdown()
     node.destroy_node()
@@ -125,9 +124,7 @@ def test_async_callback_awaits_a_paam_future_while_the_executor_runs_others(serv
     ex = PicasExecutor(context=ros_context)
     ex.add_node(node)
     ex.set_callback_priority(waiter_timer, 10)
-    deadline = time.monotonic() + 20
-    while len(events) < 2 and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.5)
+    spin_until(ex, lambda: len(events) >= 2, 20, 0.5)
     client.close()
     ex.shutdown()
     node.destroy_node()
@@ -166,9 +163,7 @@ def test_awaiting_callback_holds_its_priority_against_lower_ones(server, ros_con
     ex.set_callback_priority(waiter_timer, 10)
     ex.set_callback_priority(low, 5)
     ex.set_callback_priority(high, 20)
-    deadline = time.monotonic() + 20
-    while "after" not in seen and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.5)
+    spin_until(ex, lambda: "after" in seen, 20, 0.5)
     for _ in range(20):  # the lower callback runs again once the awaiting one is done
         ex.spin_once(timeout_sec=0.05)
     client.close()
@@ -213,12 +208,9 @@ def test_a_held_callback_with_a_message_waiting_does_not_make_the_executor_spin(
     ex.add_node(node)
     ex.set_callback_priority(timer, 10)
     ex.set_callback_priority(sub, 1)
-    deadline = time.monotonic() + 10
-    while not done and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.05)
+    spin_until(ex, lambda: done, 10)
     refreshes = ex.stats.refreshes
-    while not got and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.05)
+    spin_until(ex, lambda: got, 10)
     ex.shutdown()
     node.destroy_node()
     assert done == [1] and got == [7]
@@ -273,11 +265,7 @@ def test_a_busy_executor_collects_the_awaited_result_in_its_own_thread(ros_conte
     ex.set_callback_priority(timer, 20)  # equal priorities: FIFO, and the wait holds neither
     ex.set_callback_priority(busy_timer, 20)
     me = threading.get_ident()
-    deadline = time.monotonic() + 10
-    while not got and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.05)
-    while len(got) < 2 and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.05)
+    spin_until(ex, lambda: len(got) == 2, 10)
     ex.shutdown()
     node.destroy_node()
     assert got == [5, 5]
@@ -311,9 +299,7 @@ def test_an_error_collected_by_the_executor_reaches_the_awaiting_callback(ros_co
     timer = node.create_timer(0.01, waiter)
     ex = PicasExecutor(context=ros_context, awaiting_holds_priority=True)
     ex.add_node(node)
-    deadline = time.monotonic() + 5
-    while not caught and time.monotonic() < deadline:
-        ex.spin_once(timeout_sec=0.05)
+    spin_until(ex, lambda: caught, 5)
     ex.shutdown()
     node.destroy_node()
     assert len(caught) == 1 and "gone" in caught[0]
