@@ -648,7 +648,8 @@ class _Graph:
         # ends where the estimator's callback starts; ours at its end)
         hops = tuple(hist[NODE_IDS[n]][0] - start if NODE_IDS[n] in hist else _NO_STAMP
                      for n in HOT_HOPS)
-        # the lidars' phase: how long after the earlier lidar's stamp the later one's came
+        # the later lidar callback's start after the earlier one's: the timers' phase plus any
+        # wait of the later callback for the executor
         gap = start - min(f[0], r[0])
         self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start, gap) + hops)
 
@@ -1074,7 +1075,7 @@ def run(args: argparse.Namespace) -> int:
                                          r["lidar_gap_ms"], r["hops_ms"]):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
-                            # the later lidar's stamp after the earlier one's (their phase)
+                            # the later lidar callback's start after the earlier one's
                             "lidar_gap_ms": round(float(gap), 3),
                             # where the instance was: each hot-path callback's end and the
                             # estimator's start, from the later lidar stamp (a transformer of
