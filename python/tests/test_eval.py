@@ -332,6 +332,15 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     # ... and the lidars' phase: the later stamp at or after the earlier one, for every instance
     gaps = [float(row.split(",")[head.index("lidar_gap_ms")]) for row in rows[1:]]
     assert gaps and min(gaps) >= 0, gaps[:5]
+    # the timers' own phase (their due times apart) within a period, and the later lidar
+    # callback starting at or after its due time
+    phase = [float(v) for v in (row.split(",")[head.index("lidar_phase_ms")] for row in rows[1:])
+             if v]
+    late = [float(v) for v in (row.split(",")[head.index("lidar_late_ms")] for row in rows[1:])
+            if v]
+    assert len(phase) == len(late) >= 0.9 * len(gaps), (len(phase), len(gaps))
+    assert 0 <= min(phase) and max(phase) < 100, (min(phase), max(phase))
+    assert min(late) > -0.5, min(late)
     for method in methods:
         assert data["results"]["4ST"][method]["lidar_gap_ms"]["n"] == data["results"]["4ST"][
             method]["hot_path_ms"]["n"]

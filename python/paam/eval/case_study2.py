@@ -152,7 +152,9 @@ HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
 # hot-path callbacks between the lidars and the estimator, whose ends hot_path.csv records
 HOT_HOPS = ("PointsTransformerFront", "PointsTransformerRear", "PointCloudFusion",
             "RayGroundFilter", "EuclideanClusterDetector")
-_HOT_COLS = 7 + len(HOT_HOPS)  # end, latency, missing, seqs, estimator start, lidar gap, hops
+# end, latency, missing, 2 seqs, estimator start, lidar gap, timers' phase, later lidar's lateness,
+# then the hops
+_HOT_COLS = 9 + len(HOT_HOPS)
 _NO_STAMP = -(1 << 62)  # a hop the sample's history does not hold
 TPU_NODE = "PointsTransformerRear"
 # paamd's per-request timestamps (paam.Client.timestamps), in order: the ends of the stages
@@ -337,9 +339,12 @@ class _Graph:
         self.timers: list = []
         self.record_from = [1 << 62]
         # end, latency, missing, front seq, rear seq, latency to the estimator's start
-        self.hot: list[tuple[int, int, int, int, int, int]] = []
+        self.hot: list[tuple[int, ...]] = []
         self.bp_starts: list[int] = []
         self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
+        # per lidar: sample sequence number -> the time its timer was due (ns), from the timer
+        # itself (the stamps are the callbacks' starts, as in the reference system)
+        self.lidar_due: dict[str, dict[int, int]] = {n: {} for n in self.published}
         # recorded missing samples per subscription, "Node<-topic" (sequence gaps, as counted
         # into the samples' histories)
         self.sub_drops: dict[str, int] = {}
@@ -529,15 +534,26 @@ class _Graph:
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
             counted = spec.name in self.published
 
+            timer: list = []
+            period_ns = int(spec.period_ms * 1e6)
+
             async def on_timer() -> None:
                 t0 = time.monotonic_ns()
+                if counted:  # rcl set the next call one period after this one's due time
+                    left = timer[0].time_until_next_call()
+                    due = t0 + left - period_ns if left is not None else t0
                 await work()
                 state["seq"] += 1
                 self._send(pub, {me: (t0, state["seq"], 0)})
-                if counted and t0 >= self.record_from[0]:
-                    self.published[spec.name] += 1
+                if counted:
+                    dues = self.lidar_due[spec.name]
+                    dues[state["seq"]] = due
+                    dues.pop(state["seq"] - 50, None)  # a sample older than 5 s fuses no more
+                    if t0 >= self.record_from[0]:
+                        self.published[spec.name] += 1
             t = node.create_timer(spec.period_ms / 1e3, self._callback(on_timer),
                                   clock=self.steady, autostart=False)
+            timer.append(t)
             self.timers.append(t)
             self._add(executor, t, spec.name)
         elif spec.kind in ("transform", "command"):
@@ -649,9 +665,18 @@ class _Graph:
         hops = tuple(hist[NODE_IDS[n]][0] - start if NODE_IDS[n] in hist else _NO_STAMP
                      for n in HOT_HOPS)
         # the later lidar callback's start after the earlier one's: the timers' phase plus any
-        # wait of the later callback for the executor
+        # wait of the later callback for the executor; and, from the timers' due times, the
+        # phase alone and how late the later callback started
         gap = start - min(f[0], r[0])
-        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start, gap) + hops)
+        due_f = self.lidar_due["FrontLidarDriver"].get(f[1])
+        due_r = self.lidar_due["RearLidarDriver"].get(r[1])
+        if due_f is None or due_r is None:
+            phase = late = _NO_STAMP
+        else:
+            phase = abs(due_f - due_r)
+            late = start - (due_f if f[0] >= r[0] else due_r)
+        self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start, gap, phase, late)
+                        + hops)
 
 
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
@@ -832,7 +857,9 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
     return {"hot_end_ns": hot_a[:, 0], "latency_ms": hot_a[:, 1] / 1e6, "drops": hot_a[:, 2],
             "latency_to_start_ms": hot_a[:, 5] / 1e6,
             "lidar_gap_ms": hot_a[:, 6] / 1e6,
-            "hops_ms": np.where(hot_a[:, 7:] == _NO_STAMP, np.nan, hot_a[:, 7:] / 1e6),
+            "lidar_phase_ms": np.where(hot_a[:, 7] == _NO_STAMP, np.nan, hot_a[:, 7] / 1e6),
+            "lidar_late_ms": np.where(hot_a[:, 8] == _NO_STAMP, np.nan, hot_a[:, 8] / 1e6),
+            "hops_ms": np.where(hot_a[:, 9:] == _NO_STAMP, np.nan, hot_a[:, 9:] / 1e6),
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
@@ -1062,6 +1089,10 @@ def run(args: argparse.Namespace) -> int:
              "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
              "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"]),
              "lidar_gap_ms": common.summarize(r["lidar_gap_ms"]),
+             "lidar_phase_ms": common.summarize(r["lidar_phase_ms"][~np.isnan(
+                 r["lidar_phase_ms"])]),
+             "lidar_late_ms": common.summarize(r["lidar_late_ms"][~np.isnan(
+                 r["lidar_late_ms"])]),
              **_host_summary(r, pl), "gc": _gc_summary(r)}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
@@ -1071,12 +1102,17 @@ def run(args: argparse.Namespace) -> int:
                      "instances_with_drops": s["drops"]["instances_with_drops"],
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
-        for e, x, d, st, gap, hop in zip(r["hot_end_ns"], lat, drops, r["latency_to_start_ms"],
-                                         r["lidar_gap_ms"], r["hops_ms"]):
+        for e, x, d, st, gap, ph, late, hop in zip(
+                r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], r["lidar_gap_ms"],
+                r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"]):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
-                            # the later lidar callback's start after the earlier one's
+                            # the later lidar callback's start after the earlier one's; the
+                            # lidar timers' due times apart; the later callback's start after
+                            # its due time (empty: not on record)
                             "lidar_gap_ms": round(float(gap), 3),
+                            "lidar_phase_ms": "" if np.isnan(ph) else round(float(ph), 3),
+                            "lidar_late_ms": "" if np.isnan(late) else round(float(late), 3),
                             # where the instance was: each hot-path callback's end and the
                             # estimator's start, from the later lidar stamp (a transformer of
                             # the earlier lidar may end before it; empty: not on record)
