@@ -341,6 +341,12 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert len(phase) == len(late) >= 0.9 * len(gaps), (len(phase), len(gaps))
     assert 0 <= min(phase) and max(phase) < 100, (min(phase), max(phase))
     assert min(late) > -0.5, min(late)
+    for method in methods:  # the hot path from the due time: the KPI plus that lateness
+        res = data["results"]["4ST"][method]
+        due, kpi = res["hot_path_from_due_ms"], res["hot_path_ms"]
+        assert due["n"] == res["lidar_late_ms"]["n"] >= 0.9 * kpi["n"], (method, due["n"])
+        assert due["min"] >= kpi["min"] - 0.5, (method, due)
+    assert "hot path from the later lidar timer's due time" in r.stdout
     for method in methods:
         assert data["results"]["4ST"][method]["lidar_gap_ms"]["n"] == data["results"]["4ST"][
             method]["hot_path_ms"]["n"]
