@@ -56,7 +56,9 @@ worse on the H100, docs/evaluation.md), ``--segments async`` that PAAM's callbac
 requests (the paper's asynchronous request: the executor runs work of the awaiting callback's
 priority or above meanwhile; default sync, the callback holding its executor). Counts every
 subscription's missing samples (``drops_by_subscription``) and times PAAM's GPU requests per
-chain priority. Writes
+chain priority, and how late the later lidar's callback started after its timer was due (the
+KPI starts at that callback's start, as the reference system's does; ``hot_path_from_due_ms``
+adds the lateness). Writes
 ``hot_path.csv``, ``bp_period.csv``, ``paam_stages.csv`` (paamd's stages of every recorded PAAM
 GPU request, with its submit time and chain priority), ``host_stat.csv`` (/proc/stat each
 second: what the host, a hypervisor, took from each CPU), ``summary.csv``, ``summary.json``,
