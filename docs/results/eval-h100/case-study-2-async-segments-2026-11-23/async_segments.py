@@ -1,8 +1,9 @@
 """Case study 2 at 2.5 ms GPU segments on lent H100 machines D and E, PAAM's callbacks holding
 their executor through each segment (--segments sync, the default) or awaiting it (--segments
 async), beside PiCAS and ROS 2 on D; and on machine F, MT with Python's collector frozen (--gc
-freeze). Prints the table in async_segments.txt and draws
-fig_async_segments.png beside this file.
+freeze). Prints the table in async_segments.txt and draws fig_async_segments.png beside this
+file; from_due.txt redoes the earlier sessions' 2.5 ms runs (the eighth session's 600 s runs, the
+ninth session's keep-awake runs) from the later lidar timer's due time.
 
 "Earlier branch done first": the share of instances whose earlier lidar's points transformer
 ended before the later lidar's stamp (the instance's start), i.e. the two branches did not
@@ -49,6 +50,44 @@ def load(run: str) -> tuple[str, str, dict, np.ndarray, np.ndarray, np.ndarray]:
     return setup, method, s, lat, ends, late
 
 
+# the earlier sessions' 2.5 ms runs, for from_due.txt
+EARLIER = [(f"600s-2026-11-23/{m}", HERE.parent / "case-study-2-4st-600s-2026-11-23" / m)
+           for m in ("paam", "picas", "ros2")]
+EARLIER += [(f"keep-awake-2026-11-23/{r}",
+             HERE.parent / "case-study-2-4st-keep-awake-2026-11-23" / r)
+            for r in ("A-plain-1", "A-plain-2", "A-keep-awake-1", "A-keep-awake-2", "C-plain",
+                      "C-keep-awake")]
+
+
+def write_table(table: list, path: Path) -> None:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = ["  ".join(c.ljust(wd) for c, wd in zip(r, widths)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * wd for wd in widths))
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    print(text)
+
+
+def from_due() -> None:
+    """from_due.txt: the KPI, the later lidar callback's lateness and the hot path from the due
+    time, for the earlier sessions' runs and this session's 4ST runs."""
+    runs = EARLIER + [(f"this session/{r[0]}", HERE / r[0]) for r in RUNS
+                      if r[0].startswith(("D-", "E-")) and "MT" not in r[0]]
+    table = [("run", "method", "n", "KPI p50 / p99 / max", "late p50 / p90",
+              "from due p50 / p99 / max")]
+    for name, path in runs:
+        with gzip.open(path / "hot_path.csv.gz", "rt") as f:
+            rows = list(csv.DictReader(f))
+        lat = np.array([float(r["latency_ms"]) for r in rows])
+        late = np.mod(np.array([float(r["t_s"]) for r in rows]) * 1e3 - lat, 100.0)
+
+        def q(a: np.ndarray) -> str:
+            return f"{np.median(a):.0f} / {np.percentile(a, 99):.0f} / {a.max():.0f}"
+        table.append((name, rows[0]["method"], str(len(rows)), q(lat),
+                      f"{np.median(late):.0f} / {np.percentile(late, 90):.0f}", q(lat + late)))
+    write_table(table, HERE / "from_due.txt")
+
+
 def main() -> None:
     head = ("run", "machine", "code", "setup", "method", "segments", "n", "min", "mean", "p99",
             "max", "drops", "lidar skipped", "GPU segment p50 / p99 ms", "hop 1 median",
@@ -75,12 +114,8 @@ def main() -> None:
                       f"{longest:.1f}"))
         label = f"{run}\n{method}" + (f" {segments}" if segments != "-" else "")
         box.append((label, lat, due))
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(wd) for c, wd in zip(r, widths)).rstrip() for r in table]
-    lines.insert(1, "  ".join("-" * wd for wd in widths))
-    text = "\n".join(lines) + "\n"
-    (HERE / "async_segments.txt").write_text(text)
-    print(text)
+    write_table(table, HERE / "async_segments.txt")
+    from_due()
 
     import matplotlib
     matplotlib.use("Agg")
