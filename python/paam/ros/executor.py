@@ -541,6 +541,8 @@ class PicasExecutor(Executor):
     def collect_later(self, future: "AcceleratorFuture") -> None:
         """Collect ``future`` (from :func:`await_result`) in this executor's thread when it is
         done, or hand it to a waiter thread before sleeping."""
+        if len(self._uncollected) >= 64:  # an executor that never sleeps: drop the done ones
+            self._uncollected = [f for f in self._uncollected if not f.done()]
         self._uncollected.append(future)
 
     def _hand_to_waiters(self) -> None:
