@@ -340,7 +340,7 @@ class _Graph:
         self.clients: list = []
         self.timers: list = []
         self.record_from = [1 << 62]
-        # end, latency, missing, front seq, rear seq, latency to the estimator's start
+        # one row per instance, the _HOT_COLS columns
         self.hot: list[tuple[int, ...]] = []
         self.bp_starts: list[int] = []
         self.published = {n: 0 for n in ("FrontLidarDriver", "RearLidarDriver")}
@@ -1097,8 +1097,7 @@ def run(args: argparse.Namespace) -> int:
                  r["lidar_late_ms"])]),
              # the hot path from the later lidar timer's due time: the KPI above starts at its
              # callback's start, as the reference system's does, and leaves its lateness out
-             "hot_path_from_due_ms": common.summarize((lat + r["lidar_late_ms"])[~np.isnan(
-                 r["lidar_late_ms"])]),
+             "hot_path_from_due_ms": common.summarize(_from_due(lat, r["lidar_late_ms"])),
              **_host_summary(r, pl), "gc": _gc_summary(r)}
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
@@ -1239,6 +1238,15 @@ def _stage_rows(setup: str, method: str, stages, t0_ns: int) -> list[dict]:
              "chain_priority": int(p),
              **{f"{n}_us": round(float(x) / 1e3, 1) for n, x in zip(_STAGE_NAMES, row)}}
             for p, row, t in zip(prios, d, sub)]
+
+
+def _from_due(latency_ms: np.ndarray, late_ms: np.ndarray | None) -> np.ndarray:
+    """The hot path from the later lidar timer's due time: the KPI plus how late that lidar's
+    callback started, for the instances where that is on record."""
+    if late_ms is None:
+        return np.zeros(0)
+    ok = ~np.isnan(late_ms)
+    return latency_ms[ok] + late_ms[ok]
 
 
 def _gc_summary(r: dict) -> dict:
@@ -1417,12 +1425,8 @@ def plot_latency(results, setups, methods, path: Path, args) -> None:
     data = [results[k]["latency_ms"] if results[k]["latency_ms"].size else np.array([np.nan])
             for k in keys]
     # beside each, the same instances from the later lidar timer's due time, where recorded
-    due = []
-    for k in keys:
-        late = results[k].get("lidar_late_ms")
-        ok = None if late is None else ~np.isnan(late)
-        due.append(results[k]["latency_ms"][ok] + late[ok] if ok is not None and ok.any()
-                   else None)
+    due = [_from_due(results[k]["latency_ms"], results[k].get("lidar_late_ms")) for k in keys]
+    due = [d if d.size else None for d in due]
     pos = np.arange(1, len(keys) + 1, dtype=float)
     paired = any(d is not None for d in due)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.3 * len(keys)), 4))

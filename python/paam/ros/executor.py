@@ -63,10 +63,9 @@ from paam.ros.rt import RtReport, apply_rt
 __all__ = ["PicasExecutor", "PickStats", "await_result", "AcceleratorFuture"]
 
 _PRIORITY_ATTR = "_paam_callback_priority"
-# Set on the rclpy Future of await_result: an accelerator request, whose awaiting callback holds
-# its priority on the executor with awaiting_holds_priority.
-HOLDS_EXECUTOR_ATTR = "_paam_accelerator_request"
-# The PicasExecutor running a callback in this thread now: await_result leaves it the collection.
+# What runs in this thread now: ``.callback`` is (the PicasExecutor, the callback's priority) or
+# None. Tasks the callback creates inherit the priority; await_result leaves that executor the
+# collection of the result.
 _running_in = threading.local()
 
 # The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
@@ -145,8 +144,6 @@ class PicasExecutor(Executor):
         self.stats = PickStats()
         # Called with (entity, priority) just before each callback runs; tests and tracing.
         self.on_pick: Optional[Callable[[object, int], None]] = None
-        # (thread, priority) of the callback running now: tasks it creates inherit the priority.
-        self._running: Optional[tuple[int, int]] = None
         # await_result's futures this executor collects itself, unless it must sleep first
         self._uncollected: list[AcceleratorFuture] = []
 
@@ -181,8 +178,8 @@ class PicasExecutor(Executor):
         """rclpy's ``create_task``; called from a callback this executor is running, the task
         gets that callback's priority (rclpy's done-callbacks of a future, for example)."""
         task = super().create_task(callback, *args, **kwargs)
-        running = self._running
-        if running is not None and running[0] == threading.get_ident():
+        running = getattr(_running_in, "callback", None)
+        if running is not None and running[0] is self:
             setattr(task, _PRIORITY_ATTR, running[1])
         return task
 
@@ -284,7 +281,9 @@ class PicasExecutor(Executor):
             return
         st = self.stats
         t0 = time.perf_counter_ns()
-        candidates = self._candidates(self._pending_entries())
+        pending = self._pending_entries()
+        floor = self._held_priority(pending)
+        candidates = self._candidates(pending, floor)
         best, best_key = self._best(candidates)
         t1 = time.perf_counter_ns()
         st.choose_ns += t1 - t0
@@ -298,17 +297,16 @@ class PicasExecutor(Executor):
             t0 = time.perf_counter_ns()
             st.poll_ns += t0 - t1
             t1 = t0
-        if best is None and self.awaiting_holds_priority:
-            floor = self._held_priority(self._pending_entries())
-            if floor is not None:
-                # Wait for work at or above it. Woken by an awaited request that is done, run
-                # its callback on (unless something outranks it) without rclpy's full re-poll,
-                # which costs more than the rest of the resumption.
-                self._wait_held(floor, timeout_sec)
-                candidates = self._candidates(self._pending_entries())
-                best, best_key = self._best(candidates)
-                outranked = best is not None and self._outranking_work_ready(best_key[0])
-                timeout_sec = 0.0
+        if best is None and floor is not None:
+            # Wait for work at or above it. Woken by an awaited request that is done, run its
+            # callback on (unless something outranks it) without rclpy's full re-poll, which
+            # costs more than the rest of the resumption.
+            self._wait_held(floor, timeout_sec)
+            pending = self._pending_entries()
+            candidates = self._candidates(pending, self._held_priority(pending))
+            best, best_key = self._best(candidates)
+            outranked = best is not None and self._outranking_work_ready(best_key[0])
+            timeout_sec = 0.0
         if best is None or outranked:
             candidates = self._refresh(timeout_sec, condition)
             t2 = time.perf_counter_ns()
@@ -323,21 +321,18 @@ class PicasExecutor(Executor):
         task, entity = best
         if self.on_pick is not None:
             self.on_pick(entity, best_key[0])
-        outer, self._running = self._running, (threading.get_ident(), best_key[0])
-        outer_ex, _running_in.executor = getattr(_running_in, "executor", None), self
+        outer, _running_in.callback = getattr(_running_in, "callback", None), (self, best_key[0])
         try:
             task()
         finally:
-            self._running = outer
-            _running_in.executor = outer_ex
+            _running_in.callback = outer
         if task.exception() is not None:
             raise task.exception()
         task.result()
 
-    def _candidates(self, pending) -> "list[tuple[Task, object]]":
-        """The runnable ones of ``pending`` that the priority held by awaiting callbacks (see
-        ``awaiting_holds_priority``) lets start or resume."""
-        floor = self._held_priority(pending)
+    def _candidates(self, pending, floor: Optional[int]) -> "list[tuple[Task, object]]":
+        """The runnable ones of ``pending`` that ``floor``, the priority held by awaiting
+        callbacks (:meth:`_held_priority`), lets start or resume."""
         return [(t, e) for t, e in pending if self._runnable(t)
                 and (floor is None or self.callback_priority(t if e is None else e) >= floor)]
 
@@ -351,8 +346,8 @@ class PicasExecutor(Executor):
             if not _started(task):
                 continue
             awaited = _awaited_future(task._handler)
-            if (awaited is None or not getattr(awaited, HOLDS_EXECUTOR_ATTR, False)
-                    or awaited.done() or awaited.cancelled()):
+            if (not isinstance(awaited, AcceleratorFuture) or awaited.done()
+                    or awaited.cancelled()):
                 continue
             p = self.callback_priority(task if entity is None else entity)
             held = p if held is None else max(held, p)
@@ -503,7 +498,7 @@ class PicasExecutor(Executor):
         self.stats.refreshes += 1
         pending = self._pending_entries()
         # Never block while a handler is already waiting to run (and allowed to): poll instead.
-        if self._candidates(pending):
+        if self._candidates(pending, self._held_priority(pending)):
             timeout_sec = 0.0
         # Entities that already have a handler waiting to run. rclpy re-yields a guard condition
         # whose trigger is not yet handled at every sweep; one handler per trigger is enough.
@@ -536,7 +531,7 @@ class PicasExecutor(Executor):
         for task, _entity in pending:
             if task not in self._first_seen:
                 self._first_seen[task] = next(self._seq)
-        return self._candidates(pending)
+        return self._candidates(pending, self._held_priority(pending))
 
     def collect_later(self, future: "AcceleratorFuture") -> None:
         """Collect ``future`` (from :func:`await_result`) in this executor's thread when it is
@@ -548,10 +543,9 @@ class PicasExecutor(Executor):
     def _hand_to_waiters(self) -> None:
         """Before a wait that may sleep: a waiter thread for every request not collected yet
         (it wakes the executor when its request is done)."""
-        if self._uncollected:
-            for f in self._uncollected:
-                f.ensure_waiter()
-            self._uncollected.clear()
+        for f in self._uncollected:
+            f.ensure_waiter()
+        self._uncollected.clear()
 
     def _runnable(self, task: Task) -> bool:
         """False for a coroutine task suspended on an rclpy Future that is still pending."""
@@ -616,7 +610,6 @@ class AcceleratorFuture(Future):
 
     def __init__(self, paam_future, timeout_sec: Optional[float] = None) -> None:
         super().__init__()
-        setattr(self, HOLDS_EXECUTOR_ATTR, True)
         self._paam = paam_future
         self._timeout_sec = timeout_sec
         self._claim = threading.Lock()
@@ -663,9 +656,9 @@ def await_result(paam_future, *, timeout_sec: Optional[float] = None) -> Acceler
     ``paam_future.result`` at once. ``timeout_sec`` is the waiter's.
     """
     out = AcceleratorFuture(paam_future, timeout_sec)
-    executor = getattr(_running_in, "executor", None)
-    if executor is None:
+    running = getattr(_running_in, "callback", None)
+    if running is None:
         out.ensure_waiter()
     else:
-        executor.collect_later(out)
+        running[0].collect_later(out)
     return out
