@@ -350,6 +350,28 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     for method in methods:
         assert data["results"]["4ST"][method]["lidar_gap_ms"]["n"] == data["results"]["4ST"][
             method]["hot_path_ms"]["n"]
+    # E0 from the due time, per instance: its time in hot-path callbacks, lower ones and
+    # outside callbacks adds up to the hot path from the due time (synchronous segments: one
+    # callback at a time); the analysis' bound for PAAM, and its system file for paam analyze
+    for method in methods:
+        bd = data["results"]["4ST"][method]["hot_executor_from_due"]
+        assert bd["instances"] >= 0.9 * data["results"]["4ST"][method]["hot_path_ms"]["n"]
+        w = bd["slowest"]
+        assert w["hot_ms"] + w["lower_ms"] + w["outside_ms"] == pytest.approx(
+            data["results"]["4ST"][method]["hot_path_from_due_ms"]["max"], abs=0.01), method
+        assert w["hot_ms"] > 0 and w["lower_ms"] >= 0 and w["outside_ms"] > -0.01, w
+    col = [row.split(",")[head.index("e0_hot_ms")] for row in rows[1:]]
+    assert sum(1 for v in col if v) >= 0.9 * len(col)
+    bound = data["results"]["4ST"]["PAAM"]["analysis"]
+    assert 0 < bound["epsilon_ms"] < 50 and bound["settings_request_max_ms"] >= gpu_ms * 0.9
+    written = bound["as_written"]["bound_ms"]
+    assert written < bound["with_cost"]["bound_ms"] <= bound["with_cost_sync_blocker"]["bound_ms"]
+    assert bound["observed_from_due_max_ms"] == data["results"]["4ST"]["PAAM"][
+        "hot_path_from_due_ms"]["max"]
+    assert data["results"]["4ST"]["PiCAS"].get("analysis") is None  # PAAM's analysis only
+    a = _paam("analyze", str(tmp_path / "system_4st.yaml"))
+    assert a.returncode == 0 and f"{written:.3f}" in a.stdout, a.stdout + a.stderr
+    assert "the analysis' bound on the hot path" in r.stdout
     hops = data["results"]["4ST"]["PAAM"]["hot_path_hops_ms"]
     assert abs(sum(v["p50"] for v in hops.values()) - data["results"]["4ST"]["PAAM"][
         "hot_path_ms"]["p50"]) < 0.2 * data["results"]["4ST"]["PAAM"]["hot_path_ms"]["p50"]
@@ -491,6 +513,56 @@ def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
     # the CPU time beyond the burn is not measured with async segments (the thread runs other
     # callbacks while one awaits)
     assert data["results"]["4ST"]["PAAM"]["cpu_beyond_burn_ms"]["n"] == 0
+
+
+def test_case_study_2_analysis_sees_the_hot_path_as_one_chain_on_e0():
+    from paam.eval import case_study2 as cs2
+    cpus = {"E0": 2, "E1": 3, "E2": 4, "E3": 5}
+    spec = cs2.analysis_spec(0.0, 0.0, 1.0, cpus, buckets=6, epsilon=0.0, kappa=0.0)
+    hot = next(c for c in spec.chains if c.name == cs2.HOT_CHAIN)
+    assert len(hot.callbacks) == 9 and {cb.executor for cb in hot.callbacks} == {"E0"}
+    # no accelerator time: the nine run times plus one settings callback (10.2 ms) blocking
+    b = cs2.hot_path_bound(spec)
+    assert b["cpu_ms"] == pytest.approx(62.8) and b["blocking_ms"] == pytest.approx(10.2)
+    assert b["bound_ms"] == pytest.approx(73.0) and b["schedulable"]
+    # 1 ms GPU segments (the hot path alone in the top bucket) and the 5 ms TPU segment
+    b = cs2.hot_path_bound(cs2.analysis_spec(1.0, 5.0, 1.0, cpus, 6, 0.0, 0.0))
+    assert b["bound_ms"] == pytest.approx(73.0 + 9 + 5)
+    # epsilon per request (ten), kappa twice per GPU segment (nine), the cost per callback
+    # (ten callbacks: the blocking one too), the settings request on top of its run time
+    b2 = cs2.hot_path_bound(cs2.analysis_spec(1.0, 5.0, 1.0, cpus, 6, 0.1, 0.05,
+                                              extra_cpu_ms=0.5, blocker_request_ms=3.0))
+    assert b2["bound_ms"] == pytest.approx(87.0 + 10 * 0.1 + 18 * 0.05 + 9 * 0.5 + 0.5 + 3.0)
+    # 2.5 ms segments: over the 100 ms period
+    b = cs2.hot_path_bound(cs2.analysis_spec(2.5, 5.0, 1.0, cpus, 6, 0.0, 0.0))
+    assert b["bound_ms"] > 100 and not b["schedulable"]
+
+
+def test_case_study_2_breaks_e0_time_down_from_the_due_time():
+    import numpy as np
+    from paam.eval import case_study2 as cs2
+    ms = 1_000_000
+    # E0's callbacks (start, end, chain priority): a settings callback running at the due
+    # time (0), the hot path's, a second settings callback inside the instance, a gap
+    calls = np.array([[-5 * ms, 4 * ms, 40], [5 * ms, 20 * ms, 100], [21 * ms, 31 * ms, 40],
+                      [31 * ms, 50 * ms, 100], [60 * ms, 70 * ms, 40]], dtype=np.int64)
+    # one instance: due at 0, the later lidar 2 ms late (the KPI from 2 to 50 ms)
+    r = {"hot_executor_calls_ns": calls, "hot_end_ns": np.array([50 * ms]),
+         "latency_ms": np.array([48.0]), "lidar_late_ms": np.array([2.0])}
+    bd = cs2.executor_breakdown(r)
+    assert bd["hot_ms"][0] == pytest.approx(34.0)    # 15 + 19
+    assert bd["lower_ms"][0] == pytest.approx(14.0)  # 4 (from the due time) + 10
+    assert bd["outside_ms"][0] == pytest.approx(2.0)
+    assert bd["lower_started"][0] == 1               # the one started inside
+    s = cs2._breakdown_summary(bd)
+    assert s["instances"] == 1 and s["lower_started_histogram"] == {"1": 1}
+    # not on record: no lateness, or a record that starts after the due time
+    r["lidar_late_ms"] = np.array([np.nan])
+    assert cs2._breakdown_summary(cs2.executor_breakdown(r)) is None
+    r["lidar_late_ms"], r["hot_executor_calls_ns"] = np.array([2.0]), calls[1:]
+    assert np.isnan(cs2.executor_breakdown(r)["hot_ms"][0])
+    r["hot_executor_calls_ns"] = np.zeros((0, 3), dtype=np.int64)
+    assert cs2.executor_breakdown(r) is None
 
 
 def test_case_study_2_request_priority_is_the_chains_or_its_executors_top():

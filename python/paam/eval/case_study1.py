@@ -615,8 +615,8 @@ def run(args: argparse.Namespace) -> int:
 
     # The bound: epsilon and the rclpy/Python cost measured under load in the calibration run
     # (not in the run the bound is compared with), kappa.
-    kappa = args.preemption_ms if args.preemption_ms is not None else (
-        0.13 if args.backend == "cuda" else 0.02)
+    kappa = (args.preemption_ms if args.preemption_ms is not None
+             else common.default_kappa(args.backend))
     in_run = {}
     if "PAAM" in results and len(results["PAAM"]["stages_us"]):
         st = results["PAAM"]["stages_us"]

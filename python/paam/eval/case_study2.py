@@ -158,6 +158,10 @@ HOT_HOPS = ("PointsTransformerFront", "PointsTransformerRear", "PointCloudFusion
 # then the hops
 _HOT_COLS = 9 + len(HOT_HOPS)
 _NO_STAMP = -(1 << 62)  # a hop the sample's history does not hold
+_HOT_EXECUTOR = "E0"
+# the hot path executor's callbacks are noted from this long before the recording starts: the
+# first recorded instances' timers were due up to a period or two before it
+_CALLS_BEFORE_NS = 1_000_000_000
 TPU_NODE = "PointsTransformerRear"
 # paamd's per-request timestamps (paam.Client.timestamps), in order: the ends of the stages
 # the overhead experiment names
@@ -280,6 +284,72 @@ def demand(gpu_ms: float, tpu_ms: float, scale: float) -> dict:
     return out
 
 
+# -- the analysis' view of the 4ST hot path ------------------------------------------------------
+
+HOT_CHAIN, SETTINGS_CHAIN = "hot_path", "cluster_settings"
+# The hot path's callbacks on E0 in the analysis' one chain: (node, callback index). Both lidar
+# timers are due at the same instant (same period, started together), an instance ends when the
+# estimator does, and E0 runs one callback at a time, so every one of the nine callbacks' work
+# lies between the timers' due time and that end, whatever the order the two branches take.
+HOT_CALLBACKS = (("FrontLidarDriver", 0), ("RearLidarDriver", 0),
+                 ("PointsTransformerFront", 0), ("PointsTransformerRear", 0),
+                 ("PointCloudFusion", 1), ("PointCloudFusion", 0), ("RayGroundFilter", 0),
+                 ("EuclideanClusterDetector", 0), ("ObjectCollisionEstimator", 0))
+
+
+def analysis_spec(gpu_ms: float, tpu_ms: float, scale: float, executor_cpus: dict,
+                  buckets: int, epsilon: float, kappa: float, extra_cpu_ms: float = 0.0,
+                  blocker_request_ms: float = 0.0):
+    """The 4ST system as ``paam analyze`` sees the hot path (a SystemSpec; times in ms).
+
+    Two chains reach E0: the hot path (priority 100, period 100 ms: :data:`HOT_CALLBACKS`, each
+    with its GPU segment, the rear transformer also its TPU segment) and the cluster-settings
+    chain (priority 40, period 25 ms: its sensor and sink on E3, the intersection node's
+    settings connection on E0), whose E0 callback is the hot path's blocking term; it is marked
+    best-effort (E0 is over-full by design and starves it). The other chains share the GPU from
+    lower buckets only, which the analysis charges to kappa, and run on other executors, so
+    they change nothing in the hot path's bound and are left out. ``extra_cpu_ms`` is added to
+    every callback's CPU time (the executor's and Python's own cost); ``blocker_request_ms`` to
+    the settings connection's CPU time on E0: its synchronous GPU request, which holds E0 for as
+    long as it takes (lower buckets wait behind every other executor's requests, which this
+    spec leaves out, so the caller measures it)."""
+    from paam.analysis.model import Accelerator, Callback, Chain, Executor, Segment, SystemSpec
+
+    def cb(node: str, index: int, executor: str, more_ms: float = 0.0):
+        segs = [Segment("gpu0", gpu_ms * scale)]
+        if node == TPU_NODE:
+            segs.append(Segment("tpu0", tpu_ms * scale))
+        return Callback(name=f"{node}.{index}", executor=executor,
+                        wcet=BY_NAME[node].run_ms[index] * scale + extra_cpu_ms + more_ms,
+                        segments=segs)
+
+    ex_of = {n: e[0] for e in EXECUTORS for n in e[3]}
+    return SystemSpec(
+        accelerators={"gpu0": Accelerator("gpu0", buckets=buckets, overhead=epsilon,
+                                          preemption=kappa),
+                      "tpu0": Accelerator("tpu0", buckets=1, overhead=epsilon)},
+        executors={e[0]: Executor(e[0], cpu=executor_cpus[e[0]], priority=e[2])
+                   for e in EXECUTORS},
+        chains=[Chain(HOT_CHAIN, CHAIN_PRIORITY["FrontLidarDriver"], 100.0,
+                      [cb(n, i, "E0") for n, i in HOT_CALLBACKS]),
+                Chain(SETTINGS_CHAIN, CONNECTION_PRIORITY[("EuclideanClusterDetector", 1)],
+                      BY_NAME["EuclideanClusterSettings"].period_ms,
+                      [cb("EuclideanClusterSettings", 0, ex_of["EuclideanClusterSettings"]),
+                       cb("EuclideanClusterDetector", 1, "E0", blocker_request_ms),
+                       cb("IntersectionOutput", 0, ex_of["IntersectionOutput"])],
+                      best_effort=True)])
+
+
+def hot_path_bound(spec) -> dict:
+    """The hot path's bound in ``spec`` (ms, from the lidar timers' due time) and its parts;
+    the blocking term is the lower callback's CPU time (ANALYSIS.md as written)."""
+    from paam.analysis.bounds import analyze
+    c = analyze(spec, stop_at_deadline=False).chain(HOT_CHAIN)
+    return {"bound_ms": c.wcrt, "schedulable": c.schedulable, "blocking_ms": c.blocking,
+            "cpu_ms": c.own_cpu, "accelerators_ms": c.handling,
+            "period_ms": c.period}
+
+
 # -- messages: the sample history -----------------------------------------------------------------
 # Int64MultiArray.data = [node id, stamp ns, seq, missing] * entries; one entry per node the
 # sample went through (the latest when two inputs share one).
@@ -364,18 +434,30 @@ class _Graph:
         # (direct invocation runs the kernel on the calling thread, and a CUDA one spins there
         # until it is done: PiCAS and ROS 2 keep synchronous segments)
         self.async_segments = cfg["segments"] == "async" and self.method == "paam"
+        # Every callback of the hot path's executor (E0) with synchronous segments, where one
+        # thread runs them one at a time: (start, end, chain priority), ns. Not in ROS 2's MT,
+        # whose four threads share E0's callbacks.
+        self.hot_executor_calls: list[tuple[int, int, int]] = []
+        self.hot_executor = (None if self.method == "ros2" and cfg["setup"] == "MT"
+                             else _HOT_EXECUTOR)
 
-    def _callback(self, fn):
+    def _callback(self, fn, executor: str, node: str, index: int = 0):
         """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
-        else a plain function that runs it to its end at once (its segments never suspend it)."""
+        else a plain function that runs it to its end at once (its segments never suspend it),
+        on the hot path's executor noting when it ran (:attr:`hot_executor_calls`)."""
         if self.async_segments:
             return fn
+        calls = self.hot_executor_calls if executor == self.hot_executor else None
+        prio = callback_priority(node, index)[0]
 
         def call(*args) -> None:
+            t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
                 coro.send(None)
             except StopIteration:
+                if calls is not None and t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
+                    calls.append((t0, time.monotonic_ns(), prio))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -553,7 +635,8 @@ class _Graph:
                     dues.pop(state["seq"] - 50, None)  # a sample older than 5 s fuses no more
                     if t0 >= self.record_from[0]:
                         self.published[spec.name] += 1
-            t = node.create_timer(spec.period_ms / 1e3, self._callback(on_timer),
+            t = node.create_timer(spec.period_ms / 1e3,
+                                  self._callback(on_timer, executor, spec.name),
                                   clock=self.steady, autostart=False)
             timer.append(t)
             self.timers.append(t)
@@ -574,7 +657,9 @@ class _Graph:
                     self._send(pub, hist)
                 if is_oce:
                     self._hot(hist, t0)
-            self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
+            self._add(executor, self._sub(node, topic,
+                                          self._callback(on_msg, executor, spec.name)),
+                      spec.name)
         elif spec.kind == "fusion":
             pub = self._pub(node, spec.name)
             fuse = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
@@ -599,7 +684,9 @@ class _Graph:
                     for j in range(len(cache)):
                         cache[j] = None
                     self._send(pub, stamp(merged, miss))
-                self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
+                self._add(executor, self._sub(node, topic,
+                                              self._callback(on_msg, executor, spec.name)),
+                          spec.name)
         elif spec.kind == "intersection":
             for i, (t_in, t_out) in enumerate(zip(spec.inputs, spec.outputs)):
                 pub = self._pub(node, t_out)
@@ -620,8 +707,8 @@ class _Graph:
                 if self.async_segments:
                     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
                     group = MutuallyExclusiveCallbackGroup()
-                self._add(executor, self._sub(node, t_in, self._callback(on_msg), group),
-                          spec.name, i)
+                call = self._callback(on_msg, executor, spec.name, i)
+                self._add(executor, self._sub(node, t_in, call, group), spec.name, i)
         elif spec.kind == "cyclic":
             pub = self._pub(node, spec.name)
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
@@ -633,7 +720,9 @@ class _Graph:
                     state["missing"] += missing(topic, hist)
                     cache[topic] = hist
                     await cache_work()
-                self._add(executor, self._sub(node, topic, self._callback(on_msg)), spec.name)
+                self._add(executor, self._sub(node, topic,
+                                              self._callback(on_msg, executor, spec.name)),
+                          spec.name)
 
             async def on_timer() -> None:
                 t0 = time.monotonic_ns()
@@ -646,7 +735,8 @@ class _Graph:
                 cache.clear()
                 miss, state["missing"] = state["missing"], 0
                 self._send(pub, stamp(merged, miss))
-            t = node.create_timer(spec.period_ms / 1e3, self._callback(on_timer),
+            t = node.create_timer(spec.period_ms / 1e3,
+                                  self._callback(on_timer, executor, spec.name),
                                   clock=self.steady, autostart=False)
             self.timers.append(t)
             self._add(executor, t, spec.name)
@@ -781,7 +871,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
              gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES)),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]),
-             gc_ns=gc_pauses.array())
+             gc_ns=gc_pauses.array(),
+             hot_calls=np.asarray(g.hot_executor_calls, dtype=np.int64).reshape(-1, 3))
     for c in g.clients:
         c.close()
     for n in g.nodes.values():
@@ -836,7 +927,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
                 next_note += 30
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
-        gpu_wall, gpu_stages, sub_drops, gc_ns = [], [], {}, {}
+        gpu_wall, gpu_stages, sub_drops, gc_ns, hot_calls = [], [], {}, {}, []
         for p, path, name in procs:
             common.join_child(p, path, f"{setup}/{method}: process {name}",
                               finish + 120 - time.monotonic())
@@ -853,6 +944,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                     gpu_stages.append(z["gpu_stages"])
                 rt.extend(str(x) for x in z["rt"])
                 gc_ns[name] = z["gc_ns"]
+                hot_calls.append(z["hot_calls"])
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -868,11 +960,102 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             # per process (E0, ... or E0+E1+E2+E3): its collector's pauses (common.GcPauses)
             "gc_ns": gc_ns,
             "gpu_segment_ms": gpu_wall,
+            # the hot path executor's callbacks: start, end (ns), chain priority; by start
+            "hot_executor_calls_ns": _by_start(hot_calls),
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
                               else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64)),
             # /proc/stat every second: interval ends (ns), CPUs, busy and stolen ms per CPU
             **common.host_series(host)}
+
+
+_E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started")
+
+
+def _by_start(parts: list) -> np.ndarray:
+    a = np.vstack(parts) if parts else np.zeros((0, 3), dtype=np.int64)
+    return a[np.argsort(a[:, 0], kind="stable")]
+
+
+def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
+    """Where each hot-path instance's time from the lidar timers' due time went on the hot
+    path's executor (E0), from its callbacks' records: busy in hot-path callbacks (this
+    instance's or an earlier one's), busy in lower-priority callbacks (the analysis' blocking),
+    outside any callback (the executor's own work, waits for messages), all in ms, and how many
+    lower-priority callbacks started after the due time. None where not recorded (awaited
+    segments, ROS 2's MT, runs before the record existed)."""
+    calls = r.get("hot_executor_calls_ns")
+    late = r.get("lidar_late_ms")
+    if calls is None or not len(calls) or late is None:
+        return None
+    ends, lat = r["hot_end_ns"], r["latency_ms"]
+    due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
+    starts, stops = calls[:, 0], calls[:, 1]
+    hot = calls[:, 2] >= CHAIN_PRIORITY["FrontLidarDriver"]
+    out = {k: np.full(len(lat), np.nan) for k in ("hot_ms", "lower_ms", "outside_ms",
+                                                  "lower_started")}
+    for i in np.flatnonzero(~np.isnan(late)):
+        a, b = due[i], ends[i]
+        # (a callback may end a little after the instance's end stamp: the estimator's own)
+        lo, hi = np.searchsorted(stops, a, "right"), np.searchsorted(starts, b, "left")
+        if lo >= hi or a < starts[0]:
+            continue  # the record does not reach back to this instance's due time
+        busy = (np.minimum(stops[lo:hi], b) - np.maximum(starts[lo:hi], a)) / 1e6
+        h = hot[lo:hi]
+        out["hot_ms"][i], out["lower_ms"][i] = busy[h].sum(), busy[~h].sum()
+        out["outside_ms"][i] = (b - a) / 1e6 - busy.sum()
+        out["lower_started"][i] = int(((starts[lo:hi] > a) & ~h).sum())
+    return out
+
+
+def _breakdown_summary(bd: dict | None) -> dict | None:
+    """The hot path executor's time per instance (summaries) and the slowest instance's."""
+    if bd is None:
+        return None
+    ok = ~np.isnan(bd["hot_ms"])
+    if not ok.any():
+        return None
+    total = bd["hot_ms"] + bd["lower_ms"] + bd["outside_ms"]
+    worst = int(np.nanargmax(np.where(ok, total, np.nan)))
+    started = bd["lower_started"][ok].astype(int)
+    return {"instances": int(ok.sum()),
+            **{k: common.summarize(bd[k][ok]) for k in ("hot_ms", "lower_ms", "outside_ms")},
+            "lower_started_histogram": {str(k): int(v) for k, v in
+                                        zip(*np.unique(started, return_counts=True))},
+            "slowest": {k: float(bd[k][worst]) for k in bd}}
+
+
+def analysis_bounds(r: dict, args, pl: dict, n_buckets: int, bd: dict | None) -> dict | None:
+    """The analysis' bound on the 4ST hot path for a PAAM run (ms, from the timers' due time),
+    with what the run measured of its inputs: epsilon, the largest server overhead of a
+    hot-path GPU request (its stages less the device's); the executor's and Python's own cost
+    per callback, the largest CPU time beyond a callback's burn plus the largest time per
+    hot-path callback E0 spent outside its callbacks in an instance; and the largest settings
+    request (submitted -> woken). Three bounds: as written (declared run times), with that
+    cost, and with the settings callback holding E0 through its request (synchronous
+    segments; awaited ones release E0 meanwhile)."""
+    prios, d, _ = _stage_durations(r["gpu_stages_ns"])
+    hot = prios == CHAIN_PRIORITY["FrontLidarDriver"]
+    if not hot.any():
+        return None
+    dev = _STAGE_NAMES.index("device_start->device_end")
+    eps = float((d[hot].sum(axis=1) - d[hot, dev]).max()) / 1e6
+    settings = prios == CONNECTION_PRIORITY[("EuclideanClusterDetector", 1)]
+    blocker = float(d[settings].sum(axis=1).max()) / 1e6 if settings.any() else 0.0
+    beyond = max(0.0, max(r["excess_ms"])) if len(r["excess_ms"]) else 0.0
+    outside = (float(np.nanmax(bd["outside_ms"])) / len(HOT_CALLBACKS)
+               if bd is not None and not np.isnan(bd["outside_ms"]).all() else 0.0)
+    kappa = common.default_kappa(args.backend)
+    base = dict(gpu_ms=args.gpu_ms, tpu_ms=args.tpu_ms, scale=args.scale,
+                executor_cpus=pl["executor_cpus"], buckets=n_buckets, epsilon=eps, kappa=kappa)
+    return {"spec_args": base, "epsilon_ms": eps, "kappa_ms": kappa,
+            "cost_per_callback_ms": beyond + outside,
+            "cpu_beyond_burn_max_ms": beyond, "outside_per_callback_max_ms": outside,
+            "settings_request_max_ms": blocker,
+            "as_written": hot_path_bound(analysis_spec(**base)),
+            "with_cost": hot_path_bound(analysis_spec(**base, extra_cpu_ms=beyond + outside)),
+            "with_cost_sync_blocker": hot_path_bound(analysis_spec(
+                **base, extra_cpu_ms=beyond + outside, blocker_request_ms=blocker))}
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -1099,6 +1282,12 @@ def run(args: argparse.Namespace) -> int:
              # callback's start, as the reference system's does, and leaves its lateness out
              "hot_path_from_due_ms": common.summarize(_from_due(lat, r["lidar_late_ms"])),
              **_host_summary(r, pl), "gc": _gc_summary(r)}
+        bd = executor_breakdown(r)
+        s["hot_executor_from_due"] = _breakdown_summary(bd)
+        if setup == "4ST" and m == "PAAM":
+            s["analysis"] = analysis_bounds(r, args, pl, n_buckets, bd)
+            if s["analysis"]:
+                s["analysis"]["observed_from_due_max_ms"] = s["hot_path_from_due_ms"]["max"]
         summary.setdefault(setup, {})[m] = s
         rows.append({"setup": setup, "method": m, "instances": s["hot_path_ms"]["n"],
                      "hot_min_ms": s["hot_path_ms"]["min"], "hot_mean_ms": s["hot_path_ms"]["mean"],
@@ -1107,9 +1296,12 @@ def run(args: argparse.Namespace) -> int:
                      "instances_with_drops": s["drops"]["instances_with_drops"],
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
-        for e, x, d, st, gap, ph, late, hop in zip(
+        nan = np.full(len(lat), np.nan)
+        bd = bd or {}
+        for e, x, d, st, gap, ph, late, hop, *e0 in zip(
                 r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], r["lidar_gap_ms"],
-                r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"]):
+                r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"],
+                *(bd.get(k, nan) for k in _E0_COLS)):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
                             # the later lidar callback's start after the earlier one's; the
@@ -1123,7 +1315,11 @@ def run(args: argparse.Namespace) -> int:
                             # the earlier lidar may end before it; empty: not on record)
                             **{f"{n}_end_ms": "" if np.isnan(h) else round(float(h), 3)
                                for n, h in zip(HOT_HOPS, hop)},
-                            "ObjectCollisionEstimator_start_ms": round(float(st), 3)})
+                            "ObjectCollisionEstimator_start_ms": round(float(st), 3),
+                            # E0 from the due time: busy in hot-path and in lower callbacks,
+                            # outside callbacks, lower callbacks started (executor_breakdown)
+                            **{f"e0_{k}": "" if np.isnan(v) else round(float(v), 3)
+                               for k, v in zip(_E0_COLS, e0)}})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
         stage_rows.extend(_stage_rows(setup, m, r["gpu_stages_ns"], r["t0_ns"]))
         host_rows.extend(_host_rows(setup, m, r, pl))
@@ -1132,6 +1328,16 @@ def run(args: argparse.Namespace) -> int:
     common.write_csv(out / "bp_period.csv", raw_bp)
     if stage_rows:
         common.write_csv(out / "paam_stages.csv", stage_rows)
+    bounds = summary.get("4ST", {}).get("PAAM", {}).get("analysis")
+    if bounds:
+        from paam.analysis.model import dump_yaml
+        (out / "system_4st.yaml").write_text(
+            "# case study 2's 4ST hot path as the analysis sees it (analysis_spec), epsilon "
+            f"measured ({bounds['epsilon_ms']:.3f} ms), kappa {bounds['kappa_ms']} ms.\n"
+            "# `paam analyze` on this file gives the bound 'as written' of summary.txt. The\n"
+            "# cluster-settings chain is here for the blocking it puts on the hot path: its own\n"
+            "# bound leaves out the chains it shares the GPU and E3 with.\n"
+            + dump_yaml(analysis_spec(**bounds["spec_args"])))
     if host_rows:
         common.write_csv(out / "host_stat.csv", host_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
@@ -1397,12 +1603,45 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                 lines.append(f"  {s} {m}: {common.fmt(h['p50'])} / {common.fmt(h['p99'])} / "
                              f"{common.fmt(h['max'])} | late {common.fmt(late['p50'])} / "
                              f"{common.fmt(late['max'])}")
+    _per_run(lines, summary, setups, methods, "hot_executor_from_due",
+             "E0 in each instance from the due time (ms, p50 / max): in hot-path callbacks, in "
+             "lower-priority ones, outside callbacks; lower-priority callbacks started after "
+             "the due time (count: instances); the slowest instance", _breakdown_line)
+    _per_run(lines, summary, setups, methods, "analysis",
+             "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
+             "written | + the executor's and Python's cost per callback | + the settings "
+             "callback holding E0 through its GPU request (synchronous segments); its inputs; "
+             "the maximum observed from the due time", _bound_line)
     _per_run(lines, summary, setups, methods, "hot_path_hops_ms",
              "hot path by hop (ms: median / mean of the slowest 1% of instances)",
              lambda hops: ", ".join(f"{k} {common.fmt(v['p50'])} / "
                                     f"{common.fmt(v['slowest_1pct_mean'])}"
                                     for k, v in hops.items()) if hops else None)
     return "\n".join(lines) + "\n"
+
+
+def _breakdown_line(b: dict) -> str:
+    w = b["slowest"]
+    return (", ".join(f"{common.fmt(b[k]['p50'])} / {common.fmt(b[k]['max'])}"
+                      for k in ("hot_ms", "lower_ms", "outside_ms"))
+            + "; " + ", ".join(f"{k}: {v}" for k, v in b["lower_started_histogram"].items())
+            + f"; slowest {common.fmt(w['hot_ms'] + w['lower_ms'] + w['outside_ms'])} = "
+            f"{common.fmt(w['hot_ms'])} + {common.fmt(w['lower_ms'])} "
+            f"({int(w['lower_started'])} started inside) + {common.fmt(w['outside_ms'])}")
+
+
+def _bound_text(b: dict) -> str:
+    over = "" if b["bound_ms"] <= b["period_ms"] else " (over its period: unschedulable)"
+    return f"{common.fmt(b['bound_ms'])}{over}"
+
+
+def _bound_line(b: dict) -> str:
+    return (" | ".join(_bound_text(b[k]) for k in ("as_written", "with_cost",
+                                                     "with_cost_sync_blocker"))
+            + f"; epsilon {common.fmt(b['epsilon_ms'], 3)}, kappa {b['kappa_ms']:g}, cost "
+            f"{common.fmt(b['cost_per_callback_ms'], 2)} per callback, settings request "
+            f"{common.fmt(b['settings_request_max_ms'], 2)}; observed "
+            f"{common.fmt(b['observed_from_due_max_ms'])}")
 
 
 def _gc_line(g: dict) -> str:

@@ -157,6 +157,12 @@ def fmt(x: float, digits: int = 1) -> str:
 # -- CPU placement ------------------------------------------------------------------------------
 
 
+def default_kappa(backend: str) -> float:
+    """kappa (ms) for a bound where none is given: the paper's 0.13 on a GPU; 0.02 on the CPU
+    backend, whose buckets' workers the OS switches."""
+    return 0.13 if backend == "cuda" else 0.02
+
+
 def device_cpu() -> int:
     """The core that plays the accelerator on the CPU backend: the last one this process may use
     (as `paam demo`; ``taskset`` limits them)."""
