@@ -181,6 +181,8 @@ CHAIN_PRIORITY = {
 }
 # The intersection node's second connection belongs to the cluster-settings chain.
 CONNECTION_PRIORITY = {("EuclideanClusterDetector", 1): 40}
+HOT_PRIORITY = CHAIN_PRIORITY["FrontLidarDriver"]
+SETTINGS_PRIORITY = CONNECTION_PRIORITY[("EuclideanClusterDetector", 1)]
 
 # 4ST: (name, CPU of the paper's machine, OS priority, nodes); the hot path together on E0.
 EXECUTORS = (
@@ -330,12 +332,12 @@ def analysis_spec(gpu_ms: float, tpu_ms: float, scale: float, executor_cpus: dic
                       "tpu0": Accelerator("tpu0", buckets=1, overhead=epsilon)},
         executors={e[0]: Executor(e[0], cpu=executor_cpus[e[0]], priority=e[2])
                    for e in EXECUTORS},
-        chains=[Chain(HOT_CHAIN, CHAIN_PRIORITY["FrontLidarDriver"], 100.0,
-                      [cb(n, i, "E0") for n, i in HOT_CALLBACKS]),
-                Chain(SETTINGS_CHAIN, CONNECTION_PRIORITY[("EuclideanClusterDetector", 1)],
+        chains=[Chain(HOT_CHAIN, HOT_PRIORITY, BY_NAME["FrontLidarDriver"].period_ms,
+                      [cb(n, i, _HOT_EXECUTOR) for n, i in HOT_CALLBACKS]),
+                Chain(SETTINGS_CHAIN, SETTINGS_PRIORITY,
                       BY_NAME["EuclideanClusterSettings"].period_ms,
                       [cb("EuclideanClusterSettings", 0, ex_of["EuclideanClusterSettings"]),
-                       cb("EuclideanClusterDetector", 1, "E0", blocker_request_ms),
+                       cb("EuclideanClusterDetector", 1, _HOT_EXECUTOR, blocker_request_ms),
                        cb("IntersectionOutput", 0, ex_of["IntersectionOutput"])],
                       best_effort=True)])
 
@@ -991,9 +993,8 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     ends, lat = r["hot_end_ns"], r["latency_ms"]
     due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
     starts, stops = calls[:, 0], calls[:, 1]
-    hot = calls[:, 2] >= CHAIN_PRIORITY["FrontLidarDriver"]
-    out = {k: np.full(len(lat), np.nan) for k in ("hot_ms", "lower_ms", "outside_ms",
-                                                  "lower_started")}
+    hot = calls[:, 2] >= HOT_PRIORITY
+    out = {k: np.full(len(lat), np.nan) for k in _E0_COLS}
     for i in np.flatnonzero(~np.isnan(late)):
         a, b = due[i], ends[i]
         # (a callback may end a little after the instance's end stamp: the estimator's own)
@@ -1015,8 +1016,7 @@ def _breakdown_summary(bd: dict | None) -> dict | None:
     ok = ~np.isnan(bd["hot_ms"])
     if not ok.any():
         return None
-    total = bd["hot_ms"] + bd["lower_ms"] + bd["outside_ms"]
-    worst = int(np.nanargmax(np.where(ok, total, np.nan)))
+    worst = int(np.nanargmax(bd["hot_ms"] + bd["lower_ms"] + bd["outside_ms"]))
     started = bd["lower_started"][ok].astype(int)
     return {"instances": int(ok.sum()),
             **{k: common.summarize(bd[k][ok]) for k in ("hot_ms", "lower_ms", "outside_ms")},
@@ -1035,12 +1035,12 @@ def analysis_bounds(r: dict, args, pl: dict, n_buckets: int, bd: dict | None) ->
     cost, and with the settings callback holding E0 through its request (synchronous
     segments; awaited ones release E0 meanwhile)."""
     prios, d, _ = _stage_durations(r["gpu_stages_ns"])
-    hot = prios == CHAIN_PRIORITY["FrontLidarDriver"]
+    hot = prios == HOT_PRIORITY
     if not hot.any():
         return None
     dev = _STAGE_NAMES.index("device_start->device_end")
     eps = float((d[hot].sum(axis=1) - d[hot, dev]).max()) / 1e6
-    settings = prios == CONNECTION_PRIORITY[("EuclideanClusterDetector", 1)]
+    settings = prios == SETTINGS_PRIORITY
     blocker = float(d[settings].sum(axis=1).max()) / 1e6 if settings.any() else 0.0
     beyond = max(0.0, max(r["excess_ms"])) if len(r["excess_ms"]) else 0.0
     outside = (float(np.nanmax(bd["outside_ms"])) / len(HOT_CALLBACKS)
@@ -1631,7 +1631,7 @@ def _breakdown_line(b: dict) -> str:
 
 
 def _bound_text(b: dict) -> str:
-    over = "" if b["bound_ms"] <= b["period_ms"] else " (over its period: unschedulable)"
+    over = "" if b["schedulable"] else " (over its period: unschedulable)"
     return f"{common.fmt(b['bound_ms'])}{over}"
 
 

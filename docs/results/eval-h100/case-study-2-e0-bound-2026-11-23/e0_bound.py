@@ -29,18 +29,20 @@ def _col(rows, name) -> np.ndarray:
     return np.asarray([float(r[name]) if r[name] != "" else np.nan for r in rows])
 
 
-def typical_bound(run: Path, s: dict, params: dict, placement: dict, buckets: int) -> dict:
+def typical_bound(run: Path, outside_ms: float, params: dict, placement: dict,
+                  buckets: int) -> dict:
     """The analysis with typical inputs: epsilon, the p99 server overhead of a hot-path request;
-    the cost per callback, the median time outside callbacks per hot-path callback; the
-    settings request at its p99 (not a bound: the demand of an instance that meets no outlier)."""
+    the cost per callback, ``outside_ms`` (E0's median time outside callbacks per instance) per
+    hot-path callback; the settings request at its p99 (not a bound: the demand of an instance
+    that meets no outlier)."""
     st = _csv(run / "paam_stages_hot_settings.csv.gz")
     names = [k for k in st[0] if k.endswith("_us")]
     tot = np.asarray([[float(r[k]) for k in names] for r in st]) / 1e3
     prio = np.asarray([int(r["chain_priority"]) for r in st])
     dev = names.index("device_start->device_end_us")
-    eps = float(np.percentile((tot.sum(axis=1) - tot[:, dev])[prio == 100], 99))
-    blocker = float(np.percentile(tot[prio == 40].sum(axis=1), 99))
-    outside = float(np.nanmedian(_col(_csv(run / "hot_path.csv.gz"), "e0_outside_ms"))) / N_HOT
+    eps = float(np.percentile((tot.sum(axis=1) - tot[:, dev])[prio == cs2.HOT_PRIORITY], 99))
+    blocker = float(np.percentile(tot[prio == cs2.SETTINGS_PRIORITY].sum(axis=1), 99))
+    outside = outside_ms / N_HOT
     spec = cs2.analysis_spec(params["gpu_ms"], params["tpu_ms"], params["scale"],
                              placement["executor_cpus"], buckets, eps,
                              common.default_kappa(params["backend"]), outside, blocker)
@@ -66,8 +68,8 @@ def main() -> None:
         med = {k: float(np.nanmedian(_col(hist, f"e0_{k}")))
                for k in ("hot_ms", "lower_ms", "outside_ms")}
         b = s.get("analysis")
-        t = (typical_bound(run, s, params, data["placement"], data["gpu_buckets"])
-             if b else None)
+        t = (typical_bound(run, med["outside_ms"], params, data["placement"],
+                           data["gpu_buckets"]) if b else None)
         rows.append([name, method, f"{params['gpu_ms']:g}", str(s["hot_path_ms"]["n"]),
                      str(s["drops"]["total"]), common.fmt(s["hot_path_ms"]["max"]),
                      common.fmt(due["p50"]), common.fmt(due["p99"]), common.fmt(due["max"]),
