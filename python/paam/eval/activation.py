@@ -94,7 +94,7 @@ def _executor(cfg: dict, path: str) -> None:
     kind = cfg["executor"]
     ctx = Context()
     rclpy.init(context=ctx)
-    node = rclpy.create_node(f"paam_eval_activation_{os.getpid()}", context=ctx)
+    node = common.create_node(rclpy, f"paam_eval_activation_{os.getpid()}", ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     period_ns = int(cfg["period_ms"] * 1e6)
     samples: list[list[int]] = [[] for _ in range(cfg["timers"])]  # (latency ns)

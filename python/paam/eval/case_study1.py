@@ -193,7 +193,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     ctx = Context()
     with common.dds_threads_rt():  # DDS's threads start with the context and the first node
         rclpy.init(context=ctx)
-        node = rclpy.create_node(f"cs1_{cfg['executor']}_{os.getpid()}", context=ctx)
+        node = common.create_node(rclpy, f"cs1_{cfg['executor']}_{os.getpid()}", ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     qos = QoSProfile(depth=10)
     kernel_drop = (method != "paam" and cfg["backend"] == "cpu"
@@ -260,7 +260,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
 
     for chain in chains:
         n = len(chain.callbacks)
-        pubs = [node.create_publisher(Int64, f"{cfg['topic_prefix']}/{chain.name}/cb{i}", qos)
+        pubs = [node.create_publisher(Int64, f"{cfg['topic_prefix']}/{chain.name}/cb{i}", qos,
+                                      **common.publisher_options())
                 for i in range(1, n)]
         for i, spec in enumerate(chain.callbacks):
             client = make_client(chain, spec.name)
@@ -311,7 +312,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 def on_msg(msg, body=body) -> None:
                     body(int(msg.data))
                 sub = node.create_subscription(Int64, f"{cfg['topic_prefix']}/{chain.name}/cb{i}",
-                                               on_msg, qos)
+                                               on_msg, qos, **common.subscription_options())
                 chain.bind(spec.name, sub)
 
     rt_note = "SCHED_OTHER nice 0"

@@ -573,11 +573,12 @@ class _Graph:
         return work
 
     def _pub(self, node, topic: str):
-        return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos)
+        return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos,
+                                     **common.publisher_options())
 
     def _sub(self, node, topic: str, fn, group=None):
         return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos,
-                                        callback_group=group)
+                                        callback_group=group, **common.subscription_options())
 
     def _send(self, pub, hist) -> None:
         m = self.msg_t()
@@ -590,8 +591,8 @@ class _Graph:
     # nodes ---------------------------------------------------------------------------------
 
     def build(self, spec: NodeSpec, executor: str) -> None:
-        node = self.rclpy.create_node(spec.name, context=self.ctx,
-                                      namespace=f"cs2_{os.getpid()}")
+        node = common.create_node(self.rclpy, spec.name, self.ctx,
+                                  namespace=f"cs2_{os.getpid()}")
         self.nodes[spec.name] = node
         me = NODE_IDS[spec.name]
         gpu = spec.name not in NO_ACCELERATOR
