@@ -780,30 +780,3 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
     assert c["collection_ms_inside"]["max"] == 0.5
     assert common.gc_line([s, s]) == "0/0/2, longest " + common.fmt(s["gen2"]["max_ms"], 2)
 
-
-def test_experiment_nodes_give_the_executor_only_the_entities_the_workload_uses():
-    # rclpy's executors walk every entity of every node in Python at each wait: the experiments'
-    # nodes start no services and their topics no QoS event handlers (common.create_node).
-    rclpy = pytest.importorskip("rclpy")
-    from rclpy.context import Context
-    from std_msgs.msg import Int64
-
-    from paam.eval import common
-    ctx = Context()
-    rclpy.init(context=ctx)
-    try:
-        stock = rclpy.create_node("stock", context=ctx)
-        node = common.create_node(rclpy, "bare", ctx, namespace="paam_test")
-        assert len(list(stock.services)) > 0  # what the defaults would have cost
-        assert list(node.services) == []
-        base = len(list(node.waitables))  # the /parameter_events publisher's handlers
-        node.create_publisher(Int64, "t", 1, **common.publisher_options())
-        node.create_subscription(Int64, "t", lambda _m: None, 1,
-                                 **common.subscription_options())
-        assert len(list(node.waitables)) == base
-        node.create_publisher(Int64, "u", 1)  # rclpy's defaults add handlers
-        assert len(list(node.waitables)) > base
-        node.destroy_node()  # its entities go cleanly
-        stock.destroy_node()
-    finally:
-        rclpy.shutdown(context=ctx)

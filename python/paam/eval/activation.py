@@ -91,10 +91,12 @@ def _executor(cfg: dict, path: str) -> None:
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
 
+    from paam.ros import create_lean_node
+
     kind = cfg["executor"]
     ctx = Context()
     rclpy.init(context=ctx)
-    node = common.create_node(rclpy, f"paam_eval_activation_{os.getpid()}", ctx)
+    node = create_lean_node(f"paam_eval_activation_{os.getpid()}", context=ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     period_ns = int(cfg["period_ms"] * 1e6)
     samples: list[list[int]] = [[] for _ in range(cfg["timers"])]  # (latency ns)

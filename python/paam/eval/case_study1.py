@@ -186,14 +186,15 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     from std_msgs.msg import Int64
 
     import paam
-    from paam.ros import CallbackSpec, Chain
+    from paam.ros import (CallbackSpec, Chain, create_lean_node, lean_publisher_options,
+                          lean_subscription_options)
 
     method = cfg["method"]
     spins = method == "paam" and cfg["wait"] != "suspend"  # the executor spins on paamd
     ctx = Context()
     with common.dds_threads_rt():  # DDS's threads start with the context and the first node
         rclpy.init(context=ctx)
-        node = common.create_node(rclpy, f"cs1_{cfg['executor']}_{os.getpid()}", ctx)
+        node = create_lean_node(f"cs1_{cfg['executor']}_{os.getpid()}", context=ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     qos = QoSProfile(depth=10)
     kernel_drop = (method != "paam" and cfg["backend"] == "cpu"
@@ -261,7 +262,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     for chain in chains:
         n = len(chain.callbacks)
         pubs = [node.create_publisher(Int64, f"{cfg['topic_prefix']}/{chain.name}/cb{i}", qos,
-                                      **common.publisher_options())
+                                      **lean_publisher_options())
                 for i in range(1, n)]
         for i, spec in enumerate(chain.callbacks):
             client = make_client(chain, spec.name)
@@ -312,7 +313,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 def on_msg(msg, body=body) -> None:
                     body(int(msg.data))
                 sub = node.create_subscription(Int64, f"{cfg['topic_prefix']}/{chain.name}/cb{i}",
-                                               on_msg, qos, **common.subscription_options())
+                                               on_msg, qos, **lean_subscription_options())
                 chain.bind(spec.name, sub)
 
     rt_note = "SCHED_OTHER nice 0"

@@ -397,7 +397,9 @@ class _Graph:
         from std_msgs.msg import Int64MultiArray
 
         import paam
+        from paam.ros import lean
         self.cfg = cfg
+        self.lean = lean  # (every method's nodes and topics lean: paam.ros.lean says why)
         self.paam = paam
         self.msg_t = Int64MultiArray
         self.qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -574,11 +576,12 @@ class _Graph:
 
     def _pub(self, node, topic: str):
         return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos,
-                                     **common.publisher_options())
+                                     **self.lean.lean_publisher_options())
 
     def _sub(self, node, topic: str, fn, group=None):
         return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos,
-                                        callback_group=group, **common.subscription_options())
+                                        callback_group=group,
+                                        **self.lean.lean_subscription_options())
 
     def _send(self, pub, hist) -> None:
         m = self.msg_t()
@@ -591,8 +594,8 @@ class _Graph:
     # nodes ---------------------------------------------------------------------------------
 
     def build(self, spec: NodeSpec, executor: str) -> None:
-        node = common.create_node(self.rclpy, spec.name, self.ctx,
-                                  namespace=f"cs2_{os.getpid()}")
+        node = self.lean.create_lean_node(spec.name, context=self.ctx,
+                                          namespace=f"cs2_{os.getpid()}")
         self.nodes[spec.name] = node
         me = NODE_IDS[spec.name]
         gpu = spec.name not in NO_ACCELERATOR

@@ -154,42 +154,6 @@ def fmt(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}"
 
 
-# -- the experiments' rclpy entities -------------------------------------------------------------
-#
-# rclpy's executors (its own and paam.ros.PicasExecutor, which uses rclpy's wait) rebuild the
-# wait set over every entity of every node in Python at each wait; a node's default entities
-# were most of that work on case study 2's hot-path executor (per node seven services and two
-# QoS event handlers, two more per publisher and per subscription), and nothing in an
-# experiment uses them. Measured with E0's eight nodes and empty callbacks (one executor, one
-# core, 2026-11-24): 1.7-1.9 ms per hot-path instance with rclpy's defaults, 1.4-1.5 without the
-# services, 0.9-1.1 without the event handlers too. (The reference system's nodes are rclcpp's,
-# whose wait set costs C++, not Python, per entity.) Every method gets the same entities.
-
-
-def create_node(rclpy: Any, name: str, context: Any, **kwargs: Any) -> Any:
-    """An experiment's rclpy node: no parameter or type-description services, no rosout
-    publisher. (rclpy gives every node a /parameter_events publisher; its two QoS event
-    handlers stay.)"""
-    from rclpy.parameter import Parameter
-    return rclpy.create_node(
-        name, context=context, start_parameter_services=False, enable_rosout=False,
-        parameter_overrides=[Parameter("start_type_description_service", value=False)],
-        **kwargs)
-
-
-def publisher_options() -> dict[str, Any]:
-    """Keyword arguments of ``create_publisher`` for an experiment: no QoS event handlers
-    (rclpy's default ones only log incompatible QoS, which the experiments set themselves)."""
-    from rclpy.event_handler import PublisherEventCallbacks
-    return {"event_callbacks": PublisherEventCallbacks(use_default_callbacks=False)}
-
-
-def subscription_options() -> dict[str, Any]:
-    """Keyword arguments of ``create_subscription`` for an experiment: no QoS event handlers."""
-    from rclpy.event_handler import SubscriptionEventCallbacks
-    return {"event_callbacks": SubscriptionEventCallbacks(use_default_callbacks=False)}
-
-
 # -- CPU placement ------------------------------------------------------------------------------
 
 

@@ -14,6 +14,9 @@
 * :class:`RemoteClient` — the API of ``paam.Client`` for a process on another machine, through a
   ``paam bridge`` running beside that machine's ``paamd``.
 * :class:`Bridge` — the bridge node (``paam bridge`` on the command line).
+* :func:`create_lean_node`, :func:`lean_publisher_options`, :func:`lean_subscription_options` —
+  nodes and topics without the entities rclpy adds by default, which every executor walks in
+  Python at each wait (:mod:`paam.ros.lean`).
 
 Lifecycle of a node that uses the accelerator::
 
@@ -50,6 +53,9 @@ _EXPORTS = {
     "RtReport": "paam.ros.rt",
     "apply_rt": "paam.ros.rt",
     "nice_for": "paam.ros.rt",
+    "create_lean_node": "paam.ros.lean",
+    "lean_publisher_options": "paam.ros.lean",
+    "lean_subscription_options": "paam.ros.lean",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -49,7 +49,8 @@ def main() -> None:
         e0 = r["e0"] or {}
         rows.append([r["nodes"], machine, run, r["setup"],
                      r["method"] + (" async" if r["async"] else ""), f"{r['gpu_ms']:g}",
-                     common.fmt(r["steal"]), str(r["n"]), str(r["drops"]), str(max(0, r["skipped"])),
+                     common.fmt(r["steal"]), str(r["n"]), str(r["drops"]),
+                     str(max(0, r["skipped"])),
                      common.fmt(r["kpi"]["p99"]), common.fmt(r["kpi"]["max"]),
                      common.fmt(r["due"]["p50"]), common.fmt(r["due"]["p99"]),
                      common.fmt(r["due"]["max"]),
@@ -57,7 +58,7 @@ def main() -> None:
                        for k in ("hot_ms", "lower_ms", "outside_ms"))])
     text = ("Case study 2 on the H100, 150 s per run, reference run times, nice fallback. "
             "nodes: rclpy's defaults (eleventh session, machine G) or the experiments' lean "
-            "nodes (common.create_node; machines I and J). All times in ms. KPI: the "
+            "nodes (paam.ros.create_lean_node; machines I and J). All times in ms. KPI: the "
             "reference system's hot-path latency; due: from the lidar timers' due time; "
             "lidar lost: lidar timer activations that never ran (front + rear); E0 hot / "
             "lower / outside: E0's time in each instance from the due time in hot-path "

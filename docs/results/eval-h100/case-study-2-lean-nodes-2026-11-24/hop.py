@@ -5,9 +5,9 @@ cluster detector, estimator); each callback burns W ms of CPU and publishes.
 
     python hop.py st|picas on|off|bare [INSTANCES [W]]
 
-on: rclpy's default nodes; off: no services (paam.eval.common.create_node), rclpy's default QoS
-event handlers; bare: off and no event handlers on the topics (common.publisher_options,
-subscription_options), as the experiments now run. Prints the median latency from the later
+on: rclpy's default nodes; off: no services (paam.ros.create_lean_node), rclpy's default QoS
+event handlers; bare: off and no event handlers on the topics (paam.ros.lean_publisher_options,
+lean_subscription_options), as the experiments now run. Prints the median latency from the later
 timer's callback start to the estimator's callback, and the executor thread's CPU time per
 instance (the first two seconds, with discovery, included; the burns too).
 """
@@ -20,8 +20,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Int64MultiArray
 
-from paam.eval import common
-from paam.ros import PicasExecutor
+from paam.ros import (PicasExecutor, create_lean_node, lean_publisher_options,
+                      lean_subscription_options)
 
 kind, mode = sys.argv[1], sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 100
@@ -29,11 +29,11 @@ W = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 ctx = Context()
 rclpy.init(context=ctx)
 qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
-PE = common.publisher_options() if mode == "bare" else {}
-SE = common.subscription_options() if mode == "bare" else {}
+PE = lean_publisher_options() if mode == "bare" else {}
+SE = lean_subscription_options() if mode == "bare" else {}
 names = ["FL", "RL", "PTF", "PTR", "PCF", "RGF", "ECD", "OCE"]
 nodes = {n: (rclpy.create_node(n, context=ctx, namespace="hop") if mode == "on"
-             else common.create_node(rclpy, n, ctx, namespace="hop")) for n in names}
+             else create_lean_node(n, context=ctx, namespace="hop")) for n in names}
 pubs = {n: nodes[n].create_publisher(Int64MultiArray, f"/hop/{n}", qos, **PE) for n in names[:-1]}
 lat = []
 cache = {}
