@@ -36,6 +36,9 @@ whole hot path on executor E0) and ``MT`` (one process over four cores). Methods
 * ``PAAM``: the same executors, GPU segments through paamd (one bucket per chain priority) and
   TPU segments through a second paamd with one bucket (one non-preemptive context).
 
+Every method's nodes and topics are lean (``paam.ros.create_lean_node``, no services and no QoS
+event handlers): rclpy's executors walk every entity in Python at each wait (paam.ros.lean).
+
 paam.ros has no multi-threaded PicasExecutor, so MT for PiCAS and PAAM runs one process with
 four threads, each spinning its own PicasExecutor over one quarter of the nodes (the 4ST
 partition) pinned to its core; ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes.
