@@ -779,4 +779,3 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
     assert c["instances"] == 2 and c["during_a_collection"] == 1
     assert c["collection_ms_inside"]["max"] == 0.5
     assert common.gc_line([s, s]) == "0/0/2, longest " + common.fmt(s["gen2"]["max_ms"], 2)
-

@@ -581,10 +581,24 @@ class _Graph:
         return node.create_publisher(self.msg_t, f"{self.prefix}/{topic}", self.qos,
                                      **self.lean.lean_publisher_options())
 
-    def _sub(self, node, topic: str, fn, group=None):
-        return node.create_subscription(self.msg_t, f"{self.prefix}/{topic}", fn, self.qos,
-                                        callback_group=group,
-                                        **self.lean.lean_subscription_options())
+    def _subscribe(self, node, topic: str, fn, executor: str, name: str, index: int = 0,
+                   group=None) -> None:
+        """Subscribe callback ``index`` of node ``name`` (``fn``, see :meth:`_callback`) to
+        ``topic``, on ``executor`` at its callback priority."""
+        sub = node.create_subscription(self.msg_t, f"{self.prefix}/{topic}",
+                                       self._callback(fn, executor, name, index), self.qos,
+                                       callback_group=group,
+                                       **self.lean.lean_subscription_options())
+        self._add(executor, sub, name, index)
+
+    def _timer(self, node, period_ms: float, fn, executor: str, name: str):
+        """Node ``name``'s timer (``fn``, see :meth:`_callback`), not started, on ``executor``
+        at its callback priority."""
+        t = node.create_timer(period_ms / 1e3, self._callback(fn, executor, name),
+                              clock=self.steady, autostart=False)
+        self.timers.append(t)
+        self._add(executor, t, name)
+        return t
 
     def _send(self, pub, hist) -> None:
         m = self.msg_t()
@@ -644,12 +658,7 @@ class _Graph:
                     dues.pop(state["seq"] - 50, None)  # a sample older than 5 s fuses no more
                     if t0 >= self.record_from[0]:
                         self.published[spec.name] += 1
-            t = node.create_timer(spec.period_ms / 1e3,
-                                  self._callback(on_timer, executor, spec.name),
-                                  clock=self.steady, autostart=False)
-            timer.append(t)
-            self.timers.append(t)
-            self._add(executor, t, spec.name)
+            timer.append(self._timer(node, spec.period_ms, on_timer, executor, spec.name))
         elif spec.kind in ("transform", "command"):
             pub = self._pub(node, spec.name) if spec.kind == "transform" else None
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
@@ -666,9 +675,7 @@ class _Graph:
                     self._send(pub, hist)
                 if is_oce:
                     self._hot(hist, t0)
-            self._add(executor, self._sub(node, topic,
-                                          self._callback(on_msg, executor, spec.name)),
-                      spec.name)
+            self._subscribe(node, topic, on_msg, executor, spec.name)
         elif spec.kind == "fusion":
             pub = self._pub(node, spec.name)
             fuse = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
@@ -693,9 +700,7 @@ class _Graph:
                     for j in range(len(cache)):
                         cache[j] = None
                     self._send(pub, stamp(merged, miss))
-                self._add(executor, self._sub(node, topic,
-                                              self._callback(on_msg, executor, spec.name)),
-                          spec.name)
+                self._subscribe(node, topic, on_msg, executor, spec.name)
         elif spec.kind == "intersection":
             for i, (t_in, t_out) in enumerate(zip(spec.inputs, spec.outputs)):
                 pub = self._pub(node, t_out)
@@ -716,8 +721,7 @@ class _Graph:
                 if self.async_segments:
                     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
                     group = MutuallyExclusiveCallbackGroup()
-                call = self._callback(on_msg, executor, spec.name, i)
-                self._add(executor, self._sub(node, t_in, call, group), spec.name, i)
+                self._subscribe(node, t_in, on_msg, executor, spec.name, i, group)
         elif spec.kind == "cyclic":
             pub = self._pub(node, spec.name)
             work = self._work_fn(spec.name, 0, spec.run_ms[0], gpu)
@@ -729,9 +733,7 @@ class _Graph:
                     state["missing"] += missing(topic, hist)
                     cache[topic] = hist
                     await cache_work()
-                self._add(executor, self._sub(node, topic,
-                                              self._callback(on_msg, executor, spec.name)),
-                          spec.name)
+                self._subscribe(node, topic, on_msg, executor, spec.name)
 
             async def on_timer() -> None:
                 t0 = time.monotonic_ns()
@@ -744,11 +746,7 @@ class _Graph:
                 cache.clear()
                 miss, state["missing"] = state["missing"], 0
                 self._send(pub, stamp(merged, miss))
-            t = node.create_timer(spec.period_ms / 1e3,
-                                  self._callback(on_timer, executor, spec.name),
-                                  clock=self.steady, autostart=False)
-            self.timers.append(t)
-            self._add(executor, t, spec.name)
+            self._timer(node, spec.period_ms, on_timer, executor, spec.name)
         else:
             raise ValueError(spec.kind)
 
@@ -1052,17 +1050,18 @@ def analysis_bounds(r: dict, args, pl: dict, n_buckets: int, bd: dict | None) ->
     beyond = max(0.0, max(r["excess_ms"])) if len(r["excess_ms"]) else 0.0
     outside = (float(np.nanmax(bd["outside_ms"])) / len(HOT_CALLBACKS)
                if bd is not None and not np.isnan(bd["outside_ms"]).all() else 0.0)
+    cost = beyond + outside
     kappa = common.default_kappa(args.backend)
     base = dict(gpu_ms=args.gpu_ms, tpu_ms=args.tpu_ms, scale=args.scale,
                 executor_cpus=pl["executor_cpus"], buckets=n_buckets, epsilon=eps, kappa=kappa)
     return {"spec_args": base, "epsilon_ms": eps, "kappa_ms": kappa,
-            "cost_per_callback_ms": beyond + outside,
+            "cost_per_callback_ms": cost,
             "cpu_beyond_burn_max_ms": beyond, "outside_per_callback_max_ms": outside,
             "settings_request_max_ms": blocker,
             "as_written": hot_path_bound(analysis_spec(**base)),
-            "with_cost": hot_path_bound(analysis_spec(**base, extra_cpu_ms=beyond + outside)),
+            "with_cost": hot_path_bound(analysis_spec(**base, extra_cpu_ms=cost)),
             "with_cost_sync_blocker": hot_path_bound(analysis_spec(
-                **base, extra_cpu_ms=beyond + outside, blocker_request_ms=blocker))}
+                **base, extra_cpu_ms=cost, blocker_request_ms=blocker))}
 
 
 # -- driver -------------------------------------------------------------------------------------
