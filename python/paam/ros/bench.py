@@ -270,7 +270,8 @@ def _executor_overhead(args) -> dict:
     from paam.ros import PicasExecutor
 
     out = {}
-    for kind in ("SingleThreadedExecutor", "PicasExecutor"):
+    # the PicasExecutor twice: with its own wait (the default) and with rclpy's (lean_wait=False)
+    for kind in ("SingleThreadedExecutor", "PicasExecutor", "PicasExecutor, rclpy's wait"):
         ctx = Context()
         rclpy.init(context=ctx)
         node = rclpy.create_node("paam_bench_exec", context=ctx)
@@ -280,7 +281,7 @@ def _executor_overhead(args) -> dict:
             ran[0] += 1
         guards = [node.create_guard_condition(cb) for _ in range(args.callbacks)]
         ex = (SingleThreadedExecutor(context=ctx) if kind == "SingleThreadedExecutor"
-              else PicasExecutor(context=ctx))
+              else PicasExecutor(context=ctx, lean_wait=kind == "PicasExecutor"))
         ex.add_node(node)
         if isinstance(ex, PicasExecutor):
             for i, g in enumerate(guards):
@@ -362,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
                      f"(up to {e['max_candidates']} candidates), outranking poll "
                      f"{e['poll_us_per_pick']:.1f} us, full re-poll "
                      f"{e['refresh_us_per_pick']:.1f} us ({e['refreshes_per_pick']:.2f} per pick)")
-        print(f"  {kind:24s} p50 {e['per_callback_us']['p50']:7.1f} us{extra}", flush=True)
+        print(f"  {kind:28s} p50 {e['per_callback_us']['p50']:7.1f} us{extra}", flush=True)
 
     result = {"machine": machine, "date": dt.date.today().isoformat(),
               "command": "paam ros-bench " + " ".join(sys.argv[2:]), "wait": args.wait,

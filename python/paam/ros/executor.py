@@ -57,6 +57,7 @@ from rclpy.executors import (ConditionReachedException, Executor, ShutdownExcept
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future, Task
 
+from paam.ros._readiness import ReadinessScanner
 from paam.ros.rt import MODES as RT_MODES
 from paam.ros.rt import RtReport, apply_rt
 
@@ -114,6 +115,10 @@ class PicasExecutor(Executor):
         request (``await await_result(...)``), start no callback of a lower priority; callbacks
         of its priority or above may run meanwhile. Default False: any ready callback may run
         while one awaits.
+    :param lean_wait: wait for work with :class:`paam.ros._readiness.ReadinessScanner`, which
+        keeps the entity lists and the wait set between waits, instead of rclpy's
+        ``_wait_for_ready_callbacks``, which rebuilds both in Python at every wait (default
+        True; the handlers and what they run are rclpy's either way).
 
     :Example:
         >>> executor = PicasExecutor()
@@ -125,8 +130,10 @@ class PicasExecutor(Executor):
     """
 
     def __init__(self, *, context=None, default_priority: int = 0,
-                 callback_priority: bool = True, awaiting_holds_priority: bool = False) -> None:
+                 callback_priority: bool = True, awaiting_holds_priority: bool = False,
+                 lean_wait: bool = True) -> None:
         super().__init__(context=context)
+        self._scanner = ReadinessScanner(self) if lean_wait else None
         self.default_priority = int(default_priority)
         self._priority_enabled = bool(callback_priority)
         self.awaiting_holds_priority = bool(awaiting_holds_priority)
@@ -397,6 +404,10 @@ class PicasExecutor(Executor):
         executor's own guard condition; True if one of the entities is ready. With
         ``waitables_answer`` an accepted waitable answers True at once."""
         default = self.default_priority
+        if self._scanner is not None:
+            return self._scanner.poll(lambda e: accept(getattr(e, _PRIORITY_ATTR, default)),
+                                      timeout_ns, waitables_answer=waitables_answer,
+                                      wake_guard=wake_guard)
         subs, timers, guards, clients, services = [], [], [], [], []
         for node in self.get_nodes():
             for group, out in ((node.subscriptions, subs), (node.timers, timers),
@@ -500,14 +511,26 @@ class PicasExecutor(Executor):
         # Never block while a handler is already waiting to run (and allowed to): poll instead.
         if self._candidates(pending, self._held_priority(pending)):
             timeout_sec = 0.0
-        # Entities that already have a handler waiting to run. rclpy re-yields a guard condition
-        # whose trigger is not yet handled at every sweep; one handler per trigger is enough.
-        waiting = {id(e) for t, e in pending if e is not None and not _started(t)}
         if isinstance(timeout_sec, TimeoutObject):
             timeout_sec = timeout_sec.timeout
         if timeout_sec is None or timeout_sec != 0:  # it may sleep: someone else must wake it
             self._hand_to_waiters()
-        # A fresh generator each pick; the base class keeps its own in _cb_iter for the stock path.
+        if self._scanner is not None:
+            with self._tasks_lock:  # what rclpy's wait also does: forget finished tasks
+                self._tasks = [ten for ten in self._tasks
+                               if not ten[0].done() and not ten[0].cancelled()]
+            if not self._scanner.wait(timeout_sec, condition):
+                return []  # shut down
+            pending = self._pending_entries()
+            for task, _entity in pending:
+                if task not in self._first_seen:
+                    self._first_seen[task] = next(self._seq)
+            return self._candidates(pending, self._held_priority(pending))
+        # rclpy's own wait: a fresh generator each pick (the base class keeps its own in _cb_iter
+        # for the stock path). Entities that already have a handler waiting to run: rclpy
+        # re-yields a guard condition whose trigger is not yet handled at every sweep; one
+        # handler per trigger is enough.
+        waiting = {id(e) for t, e in pending if e is not None and not _started(t)}
         gen = self._wait_for_ready_callbacks(timeout_sec, None, condition)
         try:
             for task, entity, _node in gen:

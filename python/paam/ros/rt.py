@@ -35,6 +35,9 @@ Fast DDS's threads that priority too, which is right for the threads that delive
 can livelock its sender thread on a shared core: create the context and the first node inside
 :func:`dds_threads_rt`, which keeps that one thread at SCHED_OTHER (its docstring says why).
 
+A thread given a nice value also gets the least timer slack (:data:`TIMER_SLACK_NS`), as a
+SCHED_FIFO thread has none: see :func:`_apply_timer_slack`.
+
 The CPU affinity is applied whenever one is asked for, whatever happens to the priority.
 Nothing here raises because a knob was denied (DESIGN.md: "nothing fails because a machine
 denies them"); :func:`apply_rt` returns an :class:`RtReport` and writes one line saying what was
@@ -90,6 +93,8 @@ class RtReport:
     best_effort: bool = False
     fifo_error: OSError | None = None
     nice_error: OSError | None = None
+    #: set on the nice fallback: the thread's timer slack afterwards (``None``: left alone)
+    timer_slack_ns: int | None = None
     messages: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -173,6 +178,34 @@ def _apply_nice(report: RtReport, priority: int, *, fallback: bool) -> None:
         return
     report.policy = "nice"
     report.messages.append(f"{how} instead" if fallback else how)
+    _apply_timer_slack(report)
+
+
+_PR_SET_TIMERSLACK = 29  # prctl(2)
+
+#: The timer slack (ns) a thread on the nice fallback gets: the least Linux allows (0 would mean
+#: "back to the default").
+TIMER_SLACK_NS = 1
+
+
+def _apply_timer_slack(report: RtReport) -> None:
+    """Give the calling thread the least timer slack. Linux lets a SCHED_OTHER thread's timed
+    waits end up to its slack (50 µs by default) late; SCHED_FIFO threads have none. Every
+    zero-timeout poll of a wait set in rmw_fastrtps is such a wait (a futex wait until "now"),
+    so at the default slack each one sleeps about 50 µs, and a timer's wake-up can come that
+    much late: on the nice fallback this took the PicasExecutor's cost per callback from 110 to
+    63 µs (``paam ros-bench``'s executor part, 2-core VM, 2026-11-24)."""
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(TIMER_SLACK_NS), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except (OSError, AttributeError) as err:  # not Linux, or refused
+        report.messages.append(f"timer slack left at the default ({err})")
+        return
+    report.timer_slack_ns = TIMER_SLACK_NS
+    report.messages.append(f"timer slack {TIMER_SLACK_NS} ns")
+
 
 
 def _apply_idle(report: RtReport, priority: int, *, fallback: bool) -> bool:

@@ -40,7 +40,8 @@ def _make_executor(kind: str, ctx):
         return SingleThreadedExecutor(context=ctx)
     if kind == "picas-disabled":
         return PicasExecutor(context=ctx, callback_priority=False)
-    return PicasExecutor(context=ctx)
+    # "picas-rclpy-wait": waiting through rclpy's _wait_for_ready_callbacks, not its own scanner
+    return PicasExecutor(context=ctx, lean_wait=kind == "picas")
 
 
 def _prio(executor, entity, priority):
@@ -48,7 +49,7 @@ def _prio(executor, entity, priority):
         executor.set_callback_priority(entity, priority)
 
 
-@pytest.mark.parametrize("kind", ["picas", "stock", "picas-disabled"])
+@pytest.mark.parametrize("kind", ["picas", "picas-rclpy-wait", "stock", "picas-disabled"])
 def test_high_priority_callback_ready_with_low_ones_runs_first_only_under_picas(
         kind, ros_context, procs):
     """A high-priority subscription that the stock sweep reaches last runs first under PiCAS."""
@@ -84,7 +85,7 @@ def test_high_priority_callback_ready_with_low_ones_runs_first_only_under_picas(
         executor.spin_once(timeout_sec=2.0)
 
     assert sorted(order) == ["high", "low_a", "low_b", "low_t"]
-    if kind == "picas":
+    if kind in ("picas", "picas-rclpy-wait"):
         assert order == ["high", "low_b", "low_a", "low_t"]
     else:
         # rclpy's sweep: timers, then subscriptions in creation order; the high one comes last.
@@ -93,7 +94,7 @@ def test_high_priority_callback_ready_with_low_ones_runs_first_only_under_picas(
     node.destroy_node()
 
 
-@pytest.mark.parametrize("kind", ["picas", "stock"])
+@pytest.mark.parametrize("kind", ["picas", "picas-rclpy-wait", "stock"])
 def test_work_that_becomes_ready_mid_sweep_is_considered_at_the_next_pick(kind, ros_context):
     """PiCAS re-polls readiness before every pick; the stock executor finishes its sweep first."""
     import rclpy
@@ -123,7 +124,7 @@ def test_work_that_becomes_ready_mid_sweep_is_considered_at_the_next_pick(kind, 
     for _ in range(4):
         executor.spin_once(timeout_sec=2.0)
 
-    if kind == "picas":
+    if kind in ("picas", "picas-rclpy-wait"):
         assert order == ["t3", "guard", "t2", "t1"]
     else:
         assert order == ["t1", "t2", "t3", "guard"]
@@ -131,7 +132,8 @@ def test_work_that_becomes_ready_mid_sweep_is_considered_at_the_next_pick(kind, 
     node.destroy_node()
 
 
-def test_equal_priorities_run_in_the_order_they_became_ready(ros_context):
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_equal_priorities_run_in_the_order_they_became_ready(ros_context, lean_wait):
     import rclpy
 
     from paam.ros import PicasExecutor
@@ -145,7 +147,7 @@ def test_equal_priorities_run_in_the_order_they_became_ready(ros_context):
     # Created (and so swept by rclpy) in the order c, b, a; they become ready a, then b, then c.
     for name in ["c", "b", "a"]:
         guards[name] = node.create_guard_condition(make(name))
-    executor = PicasExecutor(context=ros_context)
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
     executor.add_node(node)
     for g in guards.values():
         executor.set_callback_priority(g, 5)
@@ -272,7 +274,8 @@ def test_spin_rt_reports_settings_it_cannot_apply_and_keeps_running(ros_context)
     assert "not applied" in logs[0]
 
 
-def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_context):
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_context, lean_wait):
     """An async callback awaiting a future set by another thread neither blocks nor busy-polls."""
     import rclpy
     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -281,7 +284,7 @@ def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_cont
     from paam.ros import PicasExecutor
 
     node = rclpy.create_node(f"coro_{uuid.uuid4().hex[:8]}", context=ros_context)
-    executor = PicasExecutor(context=ros_context)
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
     executor.add_node(node)
     fut = Future()
     events: list[str] = []
@@ -312,7 +315,99 @@ def test_suspended_coroutine_callback_resumes_once_its_future_completes(ros_cont
     node.destroy_node()
 
 
-def test_every_triggered_callback_runs_in_every_round_highest_priority_first(ros_context):
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_a_busy_mutually_exclusive_group_holds_its_other_callbacks(ros_context, lean_wait):
+    """While a coroutine of a mutually exclusive group is suspended, the group's other
+    callbacks wait (rclpy's rule), and callbacks of other groups run."""
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from rclpy.task import Future
+
+    from paam.ros import PicasExecutor
+
+    node = rclpy.create_node(f"group_{uuid.uuid4().hex[:8]}", context=ros_context)
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
+    executor.add_node(node)
+    group = MutuallyExclusiveCallbackGroup()
+    fut = Future()
+    events: list[str] = []
+
+    async def waiter():
+        waiter_timer.cancel()
+        events.append("waiting")
+        await fut
+        events.append("resumed")
+
+    waiter_timer = node.create_timer(0.01, waiter, callback_group=group)
+    sibling = node.create_timer(0.01, lambda: events.append("sibling"), callback_group=group)
+    other = node.create_timer(0.01, lambda: events.append("other"))
+    for entity, p in ((waiter_timer, 10), (sibling, 5), (other, 1)):
+        executor.set_callback_priority(entity, p)
+    deadline = time.monotonic() + 5
+    while events.count("other") < 5 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.5)
+    assert events[0] == "waiting" and "sibling" not in events and "resumed" not in events
+    fut.set_result(None)
+    while "sibling" not in events and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.5)
+    assert "resumed" in events and events.index("resumed") < events.index("sibling")
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_entities_and_nodes_added_or_destroyed_while_spinning_are_waited_on_as_they_are(
+        ros_context):
+    """The executor's own wait keeps the entity lists between waits: what is created, added or
+    destroyed meanwhile must still be seen at the next wait."""
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    tag = uuid.uuid4().hex[:8]
+    node = rclpy.create_node(f"dyn_a_{tag}", context=ros_context)
+    executor = PicasExecutor(context=ros_context)
+    assert executor._scanner is not None
+    executor.add_node(node)
+    ran: list[str] = []
+    made = {}
+
+    def first():
+        ran.append("first")
+        if "guard" not in made:  # an entity created by a callback, triggered at once
+            made["guard"] = node.create_guard_condition(lambda: ran.append("guard"))
+            made["guard"].trigger()
+    ticker = node.create_timer(0.01, first)
+
+    def spin_until(pred, what):
+        deadline = time.monotonic() + 5
+        while not pred() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.2)
+        assert pred(), what
+
+    spin_until(lambda: "guard" in ran, "a guard created by a callback was never run")
+    node.destroy_timer(ticker)  # destroyed between waits: never waited on again
+    executor.spin_once(timeout_sec=0.05)
+    count = ran.count("first")
+    other = rclpy.create_node(f"dyn_b_{tag}", context=ros_context)
+    other.create_timer(0.01, lambda: ran.append("other"))
+    executor.add_node(other)  # a node added while the executor has a snapshot
+    spin_until(lambda: ran.count("other") >= 3, "a node added later was never waited on")
+    assert ran.count("first") == count, "a destroyed timer ran again"
+    executor.remove_node(other)
+    executor.spin_once(timeout_sec=0.05)
+    n_other = ran.count("other")
+    t_end = time.monotonic() + 0.1
+    while time.monotonic() < t_end:
+        executor.spin_once(timeout_sec=0.02)
+    assert ran.count("other") == n_other, "a removed node's timer ran"
+    executor.shutdown()
+    other.destroy_node()
+    node.destroy_node()
+
+
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_every_triggered_callback_runs_in_every_round_highest_priority_first(ros_context,
+                                                                             lean_wait):
     """Guard conditions re-triggered round after round: none is lost or run twice."""
     import rclpy
 
@@ -322,7 +417,7 @@ def test_every_triggered_callback_runs_in_every_round_highest_priority_first(ros
     ran: list[int] = []
     guards = [node.create_guard_condition((lambda i: lambda: ran.append(i))(i))
               for i in range(16)]
-    executor = PicasExecutor(context=ros_context)
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
     executor.add_node(node)
     for i, g in enumerate(guards):
         executor.set_callback_priority(g, i % 4)

@@ -6,6 +6,7 @@ policy, nice value and affinity die with it.
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import logging
 import os
@@ -81,6 +82,29 @@ def test_refused_sched_fifo_falls_back_to_the_nice_ladder_and_still_pins(deny):
     assert "nice -10 (from RT priority 80) instead" in lines[0]
     assert f"pinned to CPU {cpu}" in lines[0]
     assert report.priority_summary == "nice -10 (fallback)"
+
+
+def _timer_slack_ns() -> int:
+    """The calling thread's timer slack (prctl PR_GET_TIMERSLACK)."""
+    return ctypes.CDLL(None).prctl(30, 0, 0, 0, 0)
+
+
+def test_the_nice_fallback_gives_the_thread_the_least_timer_slack(deny):
+    # A SCHED_OTHER thread's zero-timeout waits sleep up to its slack (50 µs by default);
+    # SCHED_FIFO has none, so the fallback takes it away too, in the calling thread only.
+    deny("sched_setscheduler")
+    before = _timer_slack_ns()
+    lines = []
+    (report, slack), *_ = _in_thread(
+        lambda: (rt.apply_rt(80, None, log=lines.append), _timer_slack_ns()))
+    assert slack == rt.TIMER_SLACK_NS == report.timer_slack_ns
+    assert f"timer slack {rt.TIMER_SLACK_NS} ns" in lines[0]
+    assert _timer_slack_ns() == before  # this thread's own is untouched
+    # A thread whose nice value is refused keeps its slack as well.
+    deny("setpriority")
+    (report, slack), *_ = _in_thread(
+        lambda: (rt.apply_rt(80, None, log=lambda _l: None), _timer_slack_ns()))
+    assert report.timer_slack_ns is None and slack == before
 
 
 def test_nice_refused_too_keeps_sched_other_and_never_raises(deny):

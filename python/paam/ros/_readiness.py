@@ -1,0 +1,316 @@
+"""The PicasExecutor's wait for ready callbacks: rclpy's wait, without rebuilding it each time.
+
+rclpy's ``Executor._wait_for_ready_callbacks`` redoes all of its bookkeeping in Python at every
+wait: it walks every entity of every node through generator properties, asks every entity's
+callback group whether it may run (for a mutually exclusive group a lock, a weak reference and a
+set lookup per entity), enters every handle through an ``ExitStack``, builds a new wait set, and
+after the wait scans the waitable list once per waitable. The PicasExecutor waits before every
+pick, so on case study 2's hot path that was the larger part of the executor's own time.
+
+:class:`ReadinessScanner` keeps what does not change between waits: the executor's nodes and
+their entity lists (rebuilt when a node is added or removed or one of its lists differs from the
+copy kept) and one rcl wait set sized for all of them (cleared and refilled at each wait). At each
+wait it still leaves out entities with a handler pending or a busy callback group, enters the
+handle of every entity it waits on (so none is destroyed during the wait), and re-triggers guard
+conditions triggered but not yet handled, as rclpy does. Ready entities get their handlers from
+rclpy's own ``Executor._make_handler`` and ``_take_*``, so what a callback sees is rclpy's.
+
+rclpy internals used (stable across Jazzy, rclpy 7.1): a node's entity lists
+(``Node._subscriptions`` etc. and ``Node._Node__waitables``; copies of what the public iterators
+yield if they are missing), the
+executor's ``_make_handler``, ``_take_*``, ``_guard``, ``_sigint_gc``, ``_is_shutdown`` and
+``_context``, and the entities' ``_executor_event`` / ``_executor_triggered`` flags.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import ExternalShutdownException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+__all__ = ["ReadinessScanner"]
+
+_KINDS = ("timers", "subscriptions", "guards", "clients", "services", "waitables")
+
+
+def _entity_lists(node) -> tuple:
+    """The node's own entity lists, in ``_KINDS`` order (copies where rclpy hides them)."""
+    try:
+        return (node._timers, node._subscriptions, node._guards, node._clients, node._services,
+                node._Node__waitables)
+    except AttributeError:
+        return tuple(list(getattr(node, kind)) for kind in _KINDS)
+
+
+class _Snapshot:
+    """The executor's nodes and copies of their entity lists, with a wait set that fits them."""
+
+    __slots__ = ("nodes", "lists", "wait_set")
+
+    def __init__(self, nodes: list, context) -> None:
+        self.nodes = nodes
+        self.lists = [tuple(list(lst) for lst in _entity_lists(n)) for n in nodes]
+        count = [0, 2, 0, 0, 0, 0]  # subscriptions, guards (+ the executor's two), timers, ...
+        for timers, subs, guards, clients, services, waitables in self.lists:
+            count[0] += len(subs)
+            count[1] += len(guards)
+            count[2] += len(timers)
+            count[3] += len(clients)
+            count[4] += len(services)
+            for w in waitables:
+                n = w.get_num_entities()
+                count[0] += n.num_subscriptions
+                count[1] += n.num_guard_conditions
+                count[2] += n.num_timers
+                count[3] += n.num_clients
+                count[4] += n.num_services
+                count[5] += n.num_events
+        with context.handle:
+            self.wait_set = _rclpy.WaitSet(*count, context.handle)
+
+    def current(self, nodes: list) -> bool:
+        """Whether this snapshot still holds ``nodes`` and each node's entities."""
+        if nodes != self.nodes:
+            return False
+        for node, kept in zip(nodes, self.lists):
+            if any(now != old for now, old in zip(_entity_lists(node), kept)):
+                return False
+        return True
+
+
+class _Selection:
+    """The entities of one wait: those free to start (no handler pending, callback group free)
+    and kept by the caller's filter, their handles entered until :meth:`release`."""
+
+    __slots__ = ("per_node", "timers", "subs", "guards", "clients", "services", "waitables",
+                 "entered", "_free", "_keep")
+
+    def __init__(self, snap: _Snapshot, keep: Optional[Callable[[object], bool]]) -> None:
+        self.entered: list = []
+        self._free: dict = {}  # callback group -> may start (None: ask the group per entity)
+        self._keep = keep
+        self.per_node = []
+        self.timers, self.subs, self.guards, self.clients, self.services = [], [], [], [], []
+        self.waitables = []  # (waitable, node)
+        ok = self._ok
+        for node, (timers, subs, guards, clients, services, waitables) in zip(snap.nodes,
+                                                                              snap.lists):
+            mine = ([t for t in timers if ok(t, t.handle)],
+                    [s for s in subs if ok(s, s.handle)],
+                    [g for g in guards if ok(g, g.handle)],
+                    [c for c in clients if ok(c, c.handle)],
+                    [s for s in services if ok(s, s.handle)])
+            self.per_node.append((node, mine))
+            self.timers += mine[0]
+            self.subs += mine[1]
+            self.guards += mine[2]
+            self.clients += mine[3]
+            self.services += mine[4]
+            self.waitables += [(w, node) for w in waitables if ok(w, w)]
+
+    def _ok(self, e, handle) -> bool:
+        """``e`` may start and is kept; if so its ``handle`` is entered (False if destroyed)."""
+        if e._executor_event:
+            return False
+        if self._keep is not None and not self._keep(e):
+            return False
+        group = e.callback_group
+        free = self._free.get(group, 0)
+        if free == 0:
+            kind = type(group)
+            if kind is MutuallyExclusiveCallbackGroup:
+                free = group._active_entity is None
+            elif kind is ReentrantCallbackGroup:
+                free = True
+            else:
+                free = None
+            self._free[group] = free
+        if not (group.can_execute(e) if free is None else free):
+            return False
+        return self.enter(handle)
+
+    def enter(self, handle) -> bool:
+        try:
+            handle.__enter__()
+        except InvalidHandle:
+            return False
+        self.entered.append(handle)
+        return True
+
+    def fill(self, ws, own: list) -> None:
+        """Clear ``ws`` and add the selected entities and the guard conditions ``own``."""
+        ws.clear_entities()
+        for s in self.subs:
+            ws.add_subscription(s.handle)
+        for c in self.clients:
+            ws.add_client(c.handle)
+        for s in self.services:
+            ws.add_service(s.handle)
+        for t in self.timers:
+            ws.add_timer(t.handle)
+        for g in self.guards:
+            ws.add_guard_condition(g.handle)
+        for g in own:
+            ws.add_guard_condition(g.handle)
+        for w, _node in self.waitables:
+            w.add_to_wait_set(ws)
+
+    def release(self) -> None:
+        for handle in reversed(self.entered):
+            try:
+                handle.__exit__(None, None, None)
+            except InvalidHandle:
+                pass
+        self.entered.clear()
+
+
+class ReadinessScanner:
+    """Waits for work on an executor's nodes and makes rclpy handler tasks for what is ready.
+
+    Thread safety: from the executor's spinning thread only (one call at a time).
+    """
+
+    def __init__(self, executor) -> None:
+        self._ex = executor
+        self._snap: Optional[_Snapshot] = None
+
+    def wait(self, timeout_sec: Optional[float], condition: Callable[[], bool]) -> bool:
+        """Wait at most ``timeout_sec`` (``None`` or negative: no limit; 0: poll once) until an
+        entity is ready, make a handler task for each ready one (appended to the executor's
+        ``_tasks``, as rclpy's wait does), and return True; return True at once when
+        ``condition()`` holds, False when the executor is shut down. A wake-up without work
+        (the executor's guard condition) waits again for the time left."""
+        ex = self._ex
+        if timeout_sec is None or timeout_sec < 0:
+            deadline = None
+            timeout_ns = -1
+        else:
+            timeout_ns = int(timeout_sec * 1e9)
+            deadline = time.monotonic_ns() + timeout_ns
+        while True:
+            if ex._is_shutdown:
+                return False
+            if condition():
+                return True
+            if self._wait_once(timeout_ns):
+                return True
+            if ex._is_shutdown:
+                return False
+            if deadline is not None:
+                timeout_ns = deadline - time.monotonic_ns()
+                if timeout_ns <= 0:
+                    return True
+
+    def poll(self, keep: Callable[[object], bool], timeout_ns: int, *,
+             waitables_answer: bool = False, wake_guard: bool = False) -> bool:
+        """Wait (``timeout_ns``: 0 polls, -1 has no limit) over the entities free to start that
+        ``keep`` keeps, and with ``wake_guard`` the executor's own guard condition; True if one
+        of the entities is ready. No handler is made. Waitables are not waited on: with
+        ``waitables_answer`` a kept one answers True at once, else the next :meth:`wait` sees
+        them."""
+        ex = self._ex
+        sel = _Selection(self._snapshot(), keep)
+        try:
+            if sel.waitables:
+                if waitables_answer:
+                    return True
+                sel.waitables = []  # not watched here: the next wait() sees them
+            if not (sel.subs or sel.timers or sel.guards or sel.clients or sel.services
+                    or wake_guard):
+                return False
+            own = []
+            if wake_guard:
+                if not sel.enter(ex._guard.handle):
+                    return False  # shut down
+                own.append(ex._guard)
+            if not sel.enter(ex._context.handle):
+                return False
+            ws = self._snap.wait_set
+            sel.fill(ws, own)
+            ws.wait(timeout_ns)  # releases the GIL while blocked
+            ready = set(ws.get_ready_entities("guard_condition"))
+            found = False
+            for g in sel.guards:
+                if g.handle.pointer in ready:
+                    g._executor_triggered = True  # the wait consumed the trigger
+                    found = True
+            if found:
+                return True
+            ready = set(ws.get_ready_entities("timer"))
+            if any(t.handle.pointer in ready and t.handle.is_timer_ready() for t in sel.timers):
+                return True
+            for kind, group in (("subscription", sel.subs), ("client", sel.clients),
+                                ("service", sel.services)):
+                if group:
+                    ready = set(ws.get_ready_entities(kind))
+                    if any(e.handle.pointer in ready for e in group):
+                        return True
+            return False
+        finally:
+            sel.release()
+
+    def _snapshot(self) -> _Snapshot:
+        nodes = self._ex.get_nodes()
+        snap = self._snap
+        if snap is None or not snap.current(nodes):
+            snap = self._snap = _Snapshot(nodes, self._ex._context)
+        return snap
+
+    def _wait_once(self, timeout_ns: int) -> bool:
+        """One wait; True if it made a handler."""
+        ex = self._ex
+        sel = _Selection(self._snapshot(), None)
+        try:
+            for g in sel.guards:
+                if g._executor_triggered:  # triggered, not handled yet: wake at once
+                    g.trigger()
+            own = [g for g in (ex._guard, ex._sigint_gc) if g is not None and sel.enter(g.handle)]
+            if not sel.enter(ex._context.handle):
+                return False
+            ws = self._snap.wait_set
+            sel.fill(ws, own)
+            ws.wait(timeout_ns)  # releases the GIL while blocked
+            if ex._is_shutdown:
+                return False
+            if not ex._context.ok():
+                raise ExternalShutdownException()
+            ready = set(ws.get_ready_entities("guard_condition"))
+            for g in sel.guards + own:
+                if g.handle.pointer in ready:
+                    g._executor_triggered = True
+            made = False
+            for w, node in sel.waitables:
+                if w.is_ready(ws):
+                    ex._make_handler(w, node, ex._take_waitable)
+                    made = True
+            timers_ready = set(ws.get_ready_entities("timer")) if sel.timers else ()
+            subs_ready = set(ws.get_ready_entities("subscription")) if sel.subs else ()
+            clients_ready = set(ws.get_ready_entities("client")) if sel.clients else ()
+            services_ready = set(ws.get_ready_entities("service")) if sel.services else ()
+            for node, (timers, subs, guards, clients, services) in sel.per_node:
+                for t in timers:
+                    if t.handle.pointer in timers_ready and t.handle.is_timer_ready():
+                        ex._make_handler(t, node, ex._take_timer)
+                        made = True
+                for s in subs:
+                    if s.handle.pointer in subs_ready:
+                        ex._make_handler(s, node, ex._take_subscription)
+                        made = True
+                for g in guards:
+                    if g._executor_triggered:
+                        ex._make_handler(g, node, ex._take_guard_condition)
+                        made = True
+                for c in clients:
+                    if c.handle.pointer in clients_ready:
+                        ex._make_handler(c, node, ex._take_client)
+                        made = True
+                for s in services:
+                    if s.handle.pointer in services_ready:
+                        ex._make_handler(s, node, ex._take_service)
+                        made = True
+            return made
+        finally:
+            sel.release()
