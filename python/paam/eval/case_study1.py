@@ -98,6 +98,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
+    common.add_executor_wait_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: --scale 0.2, 2.5 s per method, chains 1-3 and be1")
     p.add_argument("--out", default="results/eval/case-study-1")
@@ -321,7 +322,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         ex = SingleThreadedExecutor(context=ctx)
     else:
         from paam.ros import PicasExecutor
-        ex = PicasExecutor(context=ctx)
+        ex = PicasExecutor(context=ctx, lean_wait=cfg["executor_wait"] == "own")
         for chain in chains:
             chain.configure_executor(ex)  # callback priorities (+ the RT request)
         # auto: SCHED_FIFO, else the nice ladder or SCHED_IDLE (paam.ros.rt); fifo: SCHED_FIFO
@@ -392,7 +393,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                "chains": chains, "socket": socket, "backend": args.backend, "device_cpu": dev,
                "rt": args.rt, "direct_keeps_priority": args.direct_keeps_priority,
                "topic_prefix": prefix, "warmup_s": warmup,
-               "duration_s": duration, "gc": args.gc}
+               "duration_s": duration, "gc": args.gc, "executor_wait": args.executor_wait}
         path = os.path.join(tmp, f"{method}{tag}-{name}.npz")
         p = ctx.Process(target=executor_main, args=(cfg, path, sync))
         p.start()
@@ -800,6 +801,9 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
     if args.keep_awake:
         lines.append("--keep-awake: a SCHED_IDLE busy loop on every core (but a polling paamd's) "
                      "during every method")
+    if getattr(args, "executor_wait", "own") == "rclpy":
+        lines.append("--executor-wait rclpy: the PicasExecutor waits through rclpy's "
+                     "_wait_for_ready_callbacks")
     if "PAAM" in summary.get(spec.chains[0].name, {}):
         over = [ch.name for ch in spec.chains if not ch.best_effort
                 and _num(bound_plain[ch.name]) is not None

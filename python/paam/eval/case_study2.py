@@ -823,7 +823,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 ex = SingleThreadedExecutor(context=ctx)
             else:
                 from paam.ros import PicasExecutor
-                ex = PicasExecutor(context=ctx, awaiting_holds_priority=g.async_segments)
+                ex = PicasExecutor(context=ctx, awaiting_holds_priority=g.async_segments,
+                                   lean_wait=cfg["executor_wait"] == "own")
                 for entity, prio in g.entities[ex_name]:
                     ex.set_callback_priority(entity, prio)
             for n in nodes:
@@ -904,6 +905,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "wait": args.wait, "request_priority": args.request_priority,
             "segments": args.segments,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
+            "executor_wait": args.executor_wait,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1108,6 +1110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_server_arguments(p)
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
+    common.add_executor_wait_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
@@ -1525,7 +1528,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; PAAM's segments awaited (async)"
                 if getattr(args, "segments", "sync") == "async" else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
-                if args.keep_awake else ""),
+                if args.keep_awake else "")
+             + ("; the PicasExecutor waits through rclpy (--executor-wait rclpy)"
+                if getattr(args, "executor_wait", "own") == "rclpy" else ""),
              common.machine_line(meta),
              "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

@@ -392,6 +392,14 @@ def stop_processes(procs: Iterable[Any], timeout: float = 5.0) -> None:
                 p.join()
 
 
+def add_executor_wait_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor-wait", default="own", choices=("own", "rclpy"),
+                   help="how the PicasExecutor (PiCAS and PAAM) waits for work: with its own "
+                        "wait, which keeps the entity lists and the wait set between waits "
+                        "(default), or through rclpy's, which rebuilds both in Python at every "
+                        "wait (as before 2026-11-24; paam.ros._readiness)")
+
+
 GC_MODES = ("default", "freeze", "off")
 
 
