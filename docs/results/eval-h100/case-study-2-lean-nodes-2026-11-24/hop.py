@@ -3,7 +3,12 @@ in the executor and messages alone. Eight nodes, the two lidar timers (100 ms) a
 subscriptions of E0's hot path (transformers, the fusion's two inputs, ray ground filter,
 cluster detector, estimator); each callback burns W ms of CPU and publishes.
 
-    python hop.py st|picas on|off|bare [INSTANCES [W]]
+    python hop.py st|picas|picas-rclpy on|off|bare [INSTANCES [W]]
+
+picas: the PicasExecutor with its own wait (paam.ros._readiness, since the thirteenth session);
+picas-rclpy: the PicasExecutor waiting through rclpy's _wait_for_ready_callbacks (lean_wait=False,
+as every PicasExecutor did before). HOP_SLACK_NS=N sets the thread's timer slack first (prctl; the
+nice fallback of paam.ros.rt now sets 1 ns).
 
 on: rclpy's default nodes; off: no services (paam.ros.create_lean_node), rclpy's default QoS
 event handlers; bare: off and no event handlers on the topics (paam.ros.lean_publisher_options,
@@ -11,6 +16,8 @@ lean_subscription_options), as the experiments now run. Prints the median latenc
 timer's callback start to the estimator's callback, and the executor thread's CPU time per
 instance (the first two seconds, with discovery, included; the burns too).
 """
+import ctypes
+import os
 import sys
 import time
 
@@ -24,6 +31,8 @@ from paam.ros import (PicasExecutor, create_lean_node, lean_publisher_options,
                       lean_subscription_options)
 
 kind, mode = sys.argv[1], sys.argv[2]
+if os.environ.get("HOP_SLACK_NS"):
+    ctypes.CDLL(None).prctl(29, ctypes.c_ulong(int(os.environ["HOP_SLACK_NS"])), 0, 0, 0)
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 100
 W = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 ctx = Context()
@@ -83,7 +92,8 @@ subs = [nodes[n].create_subscription(Int64MultiArray, f"/hop/{src}", fn, qos, **
 print("entities: services", sum(len(list(n.services)) for n in nodes.values()),
       "waitables", sum(len(list(n.waitables)) for n in nodes.values()), "subscriptions",
       len(subs), "timers", len(tm), file=sys.stderr)
-ex = SingleThreadedExecutor(context=ctx) if kind == "st" else PicasExecutor(context=ctx)
+ex = (SingleThreadedExecutor(context=ctx) if kind == "st"
+      else PicasExecutor(context=ctx, lean_wait=kind == "picas"))
 if kind != "st":
     for i, e in enumerate(tm + subs):
         ex.set_callback_priority(e, 10 + i)
@@ -96,5 +106,6 @@ while time.monotonic() < end:
 cpu_per = (time.thread_time() - c0) / max(1, len(lat)) * 1e6
 lat = sorted(lat[10:])
 p50 = lat[len(lat) // 2]
-print(f"{kind} params={mode}: n={len(lat)} p50={p50:.0f} us p90={lat[int(.9 * len(lat))]:.0f} "
+slack = ctypes.CDLL(None).prctl(30, 0, 0, 0, 0)
+print(f"{kind} params={mode} slack={slack}ns: n={len(lat)} p50={p50:.0f} us p90={lat[int(.9 * len(lat))]:.0f} "
       f"max={lat[-1]:.0f} us; executor CPU per instance {cpu_per:.0f} us")
