@@ -15,13 +15,14 @@ echo "== hop: 2 ms of CPU per callback, 100 instances"
 for k in picas-rclpy picas; do HOP_SLACK_NS=1 run python3 "$H" "$k" bare 100 2; done
 echo "== ros-bench's executor part: per callback p50 (us), 16 callbacks x 300 rounds"
 for slack in 50000 1; do
-  SLACK=$slack run python3 -c '
+  SLACK=$slack run python3 - <<'PY'
 import argparse, ctypes, os
-ctypes.CDLL(None).prctl(29, ctypes.c_ulong(int(os.environ["SLACK"])), 0, 0, 0)
+slack = int(os.environ["SLACK"])
+ctypes.CDLL(None).prctl(29, ctypes.c_ulong(slack), 0, 0, 0)
 from paam.ros.bench import _executor_overhead
 r = _executor_overhead(argparse.Namespace(callbacks=16, rounds=300))
 for k, e in r.items():
     extra = {x: round(v, 1) for x, v in e.items() if x.endswith("_per_pick")}
-    print(f"slack={os.environ[\"SLACK\"]}ns {k}: p50 {e[\"per_callback_us\"][\"p50\"]:.1f}", extra)
-'
+    print(f"slack={slack}ns {k}: p50 {e['per_callback_us']['p50']:.1f}", extra)
+PY
 done
