@@ -17,14 +17,16 @@ RTAS 2021):
   executor's thread under SCHED_FIFO pinned to one CPU when permitted, under a nice value derived
   from the priority where SCHED_FIFO is refused (:mod:`paam.ros.rt`), and report what it got.
 
-How it works. Jazzy's ``Executor._wait_for_ready_callbacks`` generator builds a wait set, waits,
-and yields a handler task per ready entity (marking the entity so it is not waited on again until
-its handler runs); unfinished tasks stay in ``Executor._tasks`` and are yielded again by the next
-generator. The stock executor consumes that generator one handler per ``spin_once`` and only waits
-again once it is exhausted. This executor drains a fresh generator on every pick (waiting with a
-zero timeout when handlers are already pending, so new arrivals are seen without blocking), then
-runs the best candidate. The rclpy internals used are ``_wait_for_ready_callbacks`` and
-``_tasks``/``_tasks_lock``; both are stable across Jazzy releases (rclpy 7.1).
+How it works. A wait makes a handler task per ready entity with rclpy's ``_make_handler``
+(marking the entity so it is not waited on again until its handler runs); unfinished tasks stay in
+``Executor._tasks``. The stock executor consumes Jazzy's ``_wait_for_ready_callbacks`` generator
+one handler per ``spin_once`` and only waits again once it is exhausted. This executor waits on
+every pick (with a zero timeout when handlers are already pending, so new arrivals are seen
+without blocking), then runs the best candidate. It waits with
+:class:`paam.ros._readiness.ReadinessScanner`, which keeps the entity lists and one wait set
+between waits (``lean_wait=False``: through ``_wait_for_ready_callbacks``, which rebuilds both in
+Python each time). The rclpy internals used are those the scanner names, ``_tasks``/
+``_tasks_lock`` and ``_wait_for_ready_callbacks``; all are stable across Jazzy releases (rclpy 7.1).
 
 Coroutine callbacks (``async def``) that are suspended on an rclpy Future are candidates again only
 once that Future is done; the executor wakes itself when it completes, even from another thread.
@@ -78,8 +80,8 @@ class PickStats:
     """Counters of the executor's own work, for benchmarks (not thread-safe; read after spin).
 
     ``choose_ns``: finding the highest-priority candidate. ``poll_ns``: the zero-timeout poll of
-    the entities that could outrank it. ``refresh_ns``: full re-polls through rclpy (wait-set
-    rebuild and a wait; when nothing was pending this includes blocking for work).
+    the entities that could outrank it. ``refresh_ns``: full re-polls (a wait over every entity
+    free to start; when nothing was pending this includes blocking for work).
     ``refreshes``: how many of those. ``picks``: callbacks run.
     """
 

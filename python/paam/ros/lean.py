@@ -1,8 +1,9 @@
 """Nodes and topics that cost rclpy's executors less.
 
-rclpy's executors (its own and :class:`paam.ros.PicasExecutor`, which waits through rclpy)
-rebuild the wait set over every entity of every node they spin, in Python, at every wait: each
-entity costs each callback some microseconds whether it is ever ready or not. By default an
+rclpy's executors rebuild the wait set over every entity of every node they spin, in Python, at
+every wait (:class:`paam.ros.PicasExecutor` keeps it between waits, but still looks at every
+entity each time): each entity costs each callback some microseconds whether it is ever ready or
+not. By default an
 rclpy node brings seven services (parameters and type description), a rosout publisher and a
 /parameter_events publisher, and every publisher and subscription two QoS event handlers that
 only log incompatible QoS. On case study 2's hot-path executor (eight nodes) the services and

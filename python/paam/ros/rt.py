@@ -194,7 +194,8 @@ def _apply_timer_slack(report: RtReport) -> None:
     zero-timeout poll of a wait set in rmw_fastrtps is such a wait (a futex wait until "now"),
     so at the default slack each one sleeps about 50 µs, and a timer's wake-up can come that
     much late: on the nice fallback this took the PicasExecutor's cost per callback from 110 to
-    63 µs (``paam ros-bench``'s executor part, 2-core VM, 2026-11-24)."""
+    63 µs (``paam ros-bench``'s executor part, 2-core VM, 2026-11-24); on the lent H100 host
+    it made no measurable difference (docs/ros2.md)."""
     import ctypes
     try:
         libc = ctypes.CDLL(None, use_errno=True)
