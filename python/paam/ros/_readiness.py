@@ -290,27 +290,19 @@ class ReadinessScanner:
             subs_ready = set(ws.get_ready_entities("subscription")) if sel.subs else ()
             clients_ready = set(ws.get_ready_entities("client")) if sel.clients else ()
             services_ready = set(ws.get_ready_entities("service")) if sel.services else ()
-            for node, (timers, subs, guards, clients, services) in sel.per_node:
-                for t in timers:
-                    if t.handle.pointer in timers_ready and t.handle.is_timer_ready():
-                        ex._make_handler(t, node, ex._take_timer)
-                        made = True
-                for s in subs:
-                    if s.handle.pointer in subs_ready:
-                        ex._make_handler(s, node, ex._take_subscription)
-                        made = True
-                for g in guards:
-                    if g._executor_triggered:
-                        ex._make_handler(g, node, ex._take_guard_condition)
-                        made = True
-                for c in clients:
-                    if c.handle.pointer in clients_ready:
-                        ex._make_handler(c, node, ex._take_client)
-                        made = True
-                for s in services:
-                    if s.handle.pointer in services_ready:
-                        ex._make_handler(s, node, ex._take_service)
-                        made = True
+            # per kind, in per_node's order: is an entity ready, and how rclpy takes its work
+            checks = ((lambda t: t.handle.pointer in timers_ready and t.handle.is_timer_ready(),
+                       ex._take_timer),
+                      (lambda s: s.handle.pointer in subs_ready, ex._take_subscription),
+                      (lambda g: g._executor_triggered, ex._take_guard_condition),
+                      (lambda c: c.handle.pointer in clients_ready, ex._take_client),
+                      (lambda s: s.handle.pointer in services_ready, ex._take_service))
+            for node, groups in sel.per_node:  # rclpy's order: node by node, timers first
+                for group, (is_ready, take) in zip(groups, checks):
+                    for e in group:
+                        if is_ready(e):
+                            ex._make_handler(e, node, take)
+                            made = True
             return made
         finally:
             sel.release()
