@@ -34,6 +34,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 __all__ = ["ReadinessScanner"]
 
 _KINDS = ("timers", "subscriptions", "guards", "clients", "services", "waitables")
+_UNKNOWN = object()  # a callback group not looked at yet in this wait
 
 
 def _entity_lists(node) -> tuple:
@@ -118,8 +119,8 @@ class _Selection:
         if self._keep is not None and not self._keep(e):
             return False
         group = e.callback_group
-        free = self._free.get(group, 0)
-        if free == 0:
+        free = self._free.get(group, _UNKNOWN)
+        if free is _UNKNOWN:
             kind = type(group)
             if kind is MutuallyExclusiveCallbackGroup:
                 free = group._active_entity is None
