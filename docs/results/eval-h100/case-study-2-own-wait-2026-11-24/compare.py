@@ -24,9 +24,12 @@ _spec.loader.exec_module(_lean)
 # and M (MT)
 RUNS = ([(LEAN, r, "I") for r in ("p1", "p2", "p25", "c25", "r25")]
         + [(HERE, r, "L") for r in ("p1", "p2", "p2r", "p25", "p25r", "c25", "r25")]
-        + [(HERE, r, "M") for r in ("mp25", "mp25r", "mc25", "mr25")])
-PAIRS = (("p2", "p2r", "4ST PAAM 2 ms"), ("p25", "p25r", "4ST PAAM 2.5 ms"),
-         ("mp25", "mp25r", "MT PAAM 2.5 ms"))
+        + [(HERE, r, "M") for r in ("mp25", "mp25r", "mc25", "mr25")]
+        + [(HERE, r, "N") for r in ("q25", "q25r", "q25rb", "q25b")])
+# (own wait, rclpy's wait, label, machine)
+PAIRS = (("p2", "p2r", "4ST 2 ms", "L"), ("p25", "p25r", "4ST 2.5 ms", "L"),
+         ("q25", "q25r", "4ST 2.5 ms", "N"), ("q25b", "q25rb", "4ST 2.5 ms", "N"),
+         ("mp25", "mp25r", "MT 2.5 ms", "M"))
 
 
 def load(folder: Path, run: str) -> dict:
@@ -60,7 +63,7 @@ def main() -> None:
     text = ("Case study 2 on the H100, 150 s per run, reference run times, lean nodes, nice "
             "fallback. wait: how the PicasExecutor waited for work (own: paam.ros._readiness; "
             "rclpy: _wait_for_ready_callbacks, as on machine I). Machines I (twelfth session), "
-            "L and M (thirteenth). All times in ms. KPI: the reference system's hot-path "
+            "L, M and N (thirteenth). All times in ms. KPI: the reference system's hot-path "
             "latency; due: from the lidar timers' due time; lidar lost: lidar timer activations "
             "that never ran; E0 outside: E0's time outside callbacks in each instance (median "
             "and maximum; not recorded in ROS 2's MT); steal: what the host took, mean over all "
@@ -73,21 +76,21 @@ def main() -> None:
               ("E0 outside callbacks, max", lambda r: r["outside_max"]),
               ("KPI maximum", lambda r: r["kpi"]["max"]),
               ("drops", lambda r: r["drops"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(16, 4.2))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8))
     x = np.arange(len(PAIRS))
-    machine = {"p2": "L", "p25": "L", "mp25": "M"}
-    for ax, (title, value) in zip(axes, panels):
+    for ax, (title, value) in zip(axes.flat, panels):
         for i, pick in enumerate((1, 0)):  # rclpy's wait first, then the own one
-            v = [value(runs[(machine[p[0]], p[pick])]) for p in PAIRS]
+            v = [value(runs[(p[3], p[pick])]) for p in PAIRS]
             ax.bar(x + (i - 0.5) * 0.4, v, width=0.4, color=("#bbbbbb", "#4c9be8")[i],
                    label=("rclpy's wait", "own wait")[i])
-        ax.set_xticks(x, [f"{p[2]}\n(steal {runs[(machine[p[0]], p[1])]['steal']:.0f} / "
-                          f"{runs[(machine[p[0]], p[0])]['steal']:.0f} ms/s)" for p in PAIRS],
-                      fontsize=7)
+        ax.set_xticks(x, [f"{p[2]}, {p[3]}\n{p[1]} / {p[0]}\n(steal "
+                          f"{runs[(p[3], p[1])]['steal']:.0f} / {runs[(p[3], p[0])]['steal']:.0f}"
+                          " ms/s)" for p in PAIRS], fontsize=8)
         ax.set_title(title + (" (ms)" if title != "drops" else ""), fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle("Case study 2, the PicasExecutor's own wait against rclpy's, same machine "
-                 "(H100, 150 s each)", fontsize=10)
+    fig.suptitle("Case study 2, PAAM: the PicasExecutor's own wait against rclpy's, each pair on "
+                 "one machine (H100, 150 s each; below each pair its runs and the host's steal)",
+                 fontsize=10)
     common.save(fig, HERE / "fig_own_wait.png")
 
 
