@@ -523,11 +523,7 @@ class PicasExecutor(Executor):
                                if not ten[0].done() and not ten[0].cancelled()]
             if not self._scanner.wait(timeout_sec, condition):
                 return []  # shut down
-            pending = self._pending_entries()
-            for task, _entity in pending:
-                if task not in self._first_seen:
-                    self._first_seen[task] = next(self._seq)
-            return self._candidates(pending, self._held_priority(pending))
+            return self._seen_candidates()
         # rclpy's own wait: a fresh generator each pick (the base class keeps its own in _cb_iter
         # for the stock path). Entities that already have a handler waiting to run: rclpy
         # re-yields a guard condition whose trigger is not yet handled at every sweep; one
@@ -552,6 +548,10 @@ class PicasExecutor(Executor):
             gen.close()
             with self._tasks_lock:  # drop the duplicates cancelled above
                 self._tasks = [ten for ten in self._tasks if not ten[0].cancelled()]
+        return self._seen_candidates()
+
+    def _seen_candidates(self) -> "list[tuple[Task, object]]":
+        """After a wait: the candidates, each pending task marked seen (FIFO among equals)."""
         pending = self._pending_entries()
         for task, _entity in pending:
             if task not in self._first_seen:
