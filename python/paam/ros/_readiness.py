@@ -213,7 +213,8 @@ class ReadinessScanner:
         ``waitables_answer`` a kept one answers True at once, else the next :meth:`wait` sees
         them."""
         ex = self._ex
-        sel = _Selection(self._snapshot(), keep)
+        snap = self._snapshot()
+        sel = _Selection(snap, keep)
         try:
             if sel.waitables:
                 if waitables_answer:
@@ -229,7 +230,7 @@ class ReadinessScanner:
                 own.append(ex._guard)
             if not sel.enter(ex._context.handle):
                 return False
-            ws = self._snap.wait_set
+            ws = snap.wait_set
             sel.fill(ws, own)
             ws.wait(timeout_ns)  # releases the GIL while blocked
             ready = set(ws.get_ready_entities("guard_condition"))
@@ -253,6 +254,11 @@ class ReadinessScanner:
         finally:
             sel.release()
 
+    def close(self) -> None:
+        """Let go of the nodes, entities and wait set kept (the executor is shut down); a wait
+        in progress keeps its own until it returns."""
+        self._snap = None
+
     def _snapshot(self) -> _Snapshot:
         nodes = self._ex.get_nodes()
         snap = self._snap
@@ -263,7 +269,8 @@ class ReadinessScanner:
     def _wait_once(self, timeout_ns: int) -> bool:
         """One wait; True if it made a handler."""
         ex = self._ex
-        sel = _Selection(self._snapshot(), None)
+        snap = self._snapshot()
+        sel = _Selection(snap, None)
         try:
             for g in sel.guards:
                 if g._executor_triggered:  # triggered, not handled yet: wake at once
@@ -271,7 +278,7 @@ class ReadinessScanner:
             own = [g for g in (ex._guard, ex._sigint_gc) if g is not None and sel.enter(g.handle)]
             if not sel.enter(ex._context.handle):
                 return False
-            ws = self._snap.wait_set
+            ws = snap.wait_set
             sel.fill(ws, own)
             ws.wait(timeout_ns)  # releases the GIL while blocked
             if ex._is_shutdown:

@@ -272,6 +272,13 @@ class PicasExecutor(Executor):
                 print(text, file=sys.stderr)
         self.spin()
 
+    def shutdown(self, timeout_sec: Optional[float] = None) -> bool:
+        """rclpy's ``shutdown``; the executor's own wait then lets go of the nodes it kept."""
+        done = super().shutdown(timeout_sec)
+        if self._scanner is not None:
+            self._scanner.close()
+        return done
+
     # -- spinning ------------------------------------------------------------------------------
 
     def spin_once(self, timeout_sec: Optional[float] = None) -> None:

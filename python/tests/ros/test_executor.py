@@ -401,6 +401,7 @@ def test_entities_and_nodes_added_or_destroyed_while_spinning_are_waited_on_as_t
         executor.spin_once(timeout_sec=0.02)
     assert ran.count("other") == n_other, "a removed node's timer ran"
     executor.shutdown()
+    assert executor._scanner._snap is None, "a shut-down executor still holds the nodes"
     other.destroy_node()
     node.destroy_node()
 
