@@ -17,9 +17,9 @@ rclpy's own ``Executor._make_handler`` and ``_take_*``, so what a callback sees 
 
 rclpy internals used (stable across Jazzy, rclpy 7.1): a node's entity lists
 (``Node._subscriptions`` etc. and ``Node._Node__waitables``; copies of what the public iterators
-yield if they are missing), the
-executor's ``_make_handler``, ``_take_*``, ``_guard``, ``_sigint_gc``, ``_is_shutdown`` and
-``_context``, and the entities' ``_executor_event`` / ``_executor_triggered`` flags.
+yield if they are missing), the executor's ``_make_handler``, ``_take_*``, ``_guard``,
+``_sigint_gc``, ``_is_shutdown`` and ``_context``, and the entities' ``_executor_event`` /
+``_executor_triggered`` flags.
 """
 from __future__ import annotations
 
@@ -159,6 +159,28 @@ class _Selection:
         for w, _node in self.waitables:
             w.add_to_wait_set(ws)
 
+    def readiness(self, ws, own: list = ()) -> tuple:
+        """After ``ws.wait``: mark the selected guard conditions (and ``own``) that the wait
+        found triggered, as rclpy does (the wait consumed their triggers), and return per kind,
+        in ``per_node``'s order (timers, subscriptions, guards, clients, services), whether an
+        entity is ready."""
+        ready = set(ws.get_ready_entities("guard_condition"))
+        for g in self.guards + list(own):
+            if g.handle.pointer in ready:
+                g._executor_triggered = True
+
+        def ready_in(kind: str, group: list):
+            return set(ws.get_ready_entities(kind)) if group else ()
+        timers = ready_in("timer", self.timers)
+        subs = ready_in("subscription", self.subs)
+        clients = ready_in("client", self.clients)
+        services = ready_in("service", self.services)
+        return (lambda t: t.handle.pointer in timers and t.handle.is_timer_ready(),
+                lambda s: s.handle.pointer in subs,
+                lambda g: g._executor_triggered,
+                lambda c: c.handle.pointer in clients,
+                lambda s: s.handle.pointer in services)
+
     def release(self) -> None:
         for handle in reversed(self.entered):
             try:
@@ -233,24 +255,9 @@ class ReadinessScanner:
             ws = snap.wait_set
             sel.fill(ws, own)
             ws.wait(timeout_ns)  # releases the GIL while blocked
-            ready = set(ws.get_ready_entities("guard_condition"))
-            found = False
-            for g in sel.guards:
-                if g.handle.pointer in ready:
-                    g._executor_triggered = True  # the wait consumed the trigger
-                    found = True
-            if found:
-                return True
-            ready = set(ws.get_ready_entities("timer"))
-            if any(t.handle.pointer in ready and t.handle.is_timer_ready() for t in sel.timers):
-                return True
-            for kind, group in (("subscription", sel.subs), ("client", sel.clients),
-                                ("service", sel.services)):
-                if group:
-                    ready = set(ws.get_ready_entities(kind))
-                    if any(e.handle.pointer in ready for e in group):
-                        return True
-            return False
+            ready = sel.readiness(ws)
+            return any(is_ready(e) for _node, groups in sel.per_node
+                       for group, is_ready in zip(groups, ready) for e in group)
         finally:
             sel.release()
 
@@ -285,28 +292,16 @@ class ReadinessScanner:
                 return False
             if not ex._context.ok():
                 raise ExternalShutdownException()
-            ready = set(ws.get_ready_entities("guard_condition"))
-            for g in sel.guards + own:
-                if g.handle.pointer in ready:
-                    g._executor_triggered = True
+            ready = sel.readiness(ws, own)
             made = False
-            for w, node in sel.waitables:
+            for w, node in sel.waitables:  # rclpy's order: waitables, then node by node
                 if w.is_ready(ws):
                     ex._make_handler(w, node, ex._take_waitable)
                     made = True
-            timers_ready = set(ws.get_ready_entities("timer")) if sel.timers else ()
-            subs_ready = set(ws.get_ready_entities("subscription")) if sel.subs else ()
-            clients_ready = set(ws.get_ready_entities("client")) if sel.clients else ()
-            services_ready = set(ws.get_ready_entities("service")) if sel.services else ()
-            # per kind, in per_node's order: is an entity ready, and how rclpy takes its work
-            checks = ((lambda t: t.handle.pointer in timers_ready and t.handle.is_timer_ready(),
-                       ex._take_timer),
-                      (lambda s: s.handle.pointer in subs_ready, ex._take_subscription),
-                      (lambda g: g._executor_triggered, ex._take_guard_condition),
-                      (lambda c: c.handle.pointer in clients_ready, ex._take_client),
-                      (lambda s: s.handle.pointer in services_ready, ex._take_service))
-            for node, groups in sel.per_node:  # rclpy's order: node by node, timers first
-                for group, (is_ready, take) in zip(groups, checks):
+            takes = (ex._take_timer, ex._take_subscription, ex._take_guard_condition,
+                     ex._take_client, ex._take_service)
+            for node, groups in sel.per_node:
+                for group, is_ready, take in zip(groups, ready, takes):
                     for e in group:
                         if is_ready(e):
                             ex._make_handler(e, node, take)

@@ -3,13 +3,12 @@
 rclpy's executors rebuild the wait set over every entity of every node they spin, in Python, at
 every wait (:class:`paam.ros.PicasExecutor` keeps it between waits, but still looks at every
 entity each time): each entity costs each callback some microseconds whether it is ever ready or
-not. By default an
-rclpy node brings seven services (parameters and type description), a rosout publisher and a
-/parameter_events publisher, and every publisher and subscription two QoS event handlers that
-only log incompatible QoS. On case study 2's hot-path executor (eight nodes) the services and
-the handlers of the workload's own topics were 90 of the 116 entities waited on, and E0 spent
-10-12 ms of every 100 ms instance outside its callbacks; without them, 4.4-6.3 ms (H100,
-docs/evaluation.md, twelfth session).
+not. By default an rclpy node brings seven services (parameters and type description), a rosout
+publisher and a /parameter_events publisher, and every publisher and subscription two QoS event
+handlers that only log incompatible QoS. On case study 2's hot-path executor (eight nodes) the
+services and the handlers of the workload's own topics were 90 of the 116 entities waited on,
+and E0 spent 10-12 ms of every 100 ms instance outside its callbacks; without them, 4.4-6.3 ms
+(H100, docs/evaluation.md, twelfth session).
 
 :func:`create_lean_node` makes a node without the services and rosout (its /parameter_events
 publisher, which rclpy always creates, stays); :func:`lean_publisher_options` and

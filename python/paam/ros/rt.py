@@ -208,7 +208,6 @@ def _apply_timer_slack(report: RtReport) -> None:
     report.messages.append(f"timer slack {TIMER_SLACK_NS} ns")
 
 
-
 def _apply_idle(report: RtReport, priority: int, *, fallback: bool) -> bool:
     """SCHED_IDLE for a best-effort thread; False (and a message) where it is refused."""
     report.fallback = fallback
