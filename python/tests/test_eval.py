@@ -779,3 +779,29 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
     assert c["instances"] == 2 and c["during_a_collection"] == 1
     assert c["collection_ms_inside"]["max"] == 0.5
     assert common.gc_line([s, s]) == "0/0/2, longest " + common.fmt(s["gen2"]["max_ms"], 2)
+
+
+def test_server_cores_confines_paamd_to_the_first_n_spare_cores(capsys):
+    import argparse
+
+    from paam.eval import common
+
+    p = argparse.ArgumentParser()
+    common.add_server_arguments(p)
+    args = p.parse_args([])
+    assert common.server_cores(args, [0, 1, 6, 7]) == [0, 1, 6, 7]
+    assert common.server_pin_label(args) == "not pinned"
+    args = p.parse_args(["--server-cores", "2"])
+    assert common.server_cores(args, [0, 1, 6, 7]) == [0, 1]
+    assert common.server_pin_label(args) == "not pinned, on 2 cores"
+    # with too few cores paamd gets them all, and the summary no longer claims the option
+    args = p.parse_args(["--server-cores", "3"])
+    assert common.server_cores(args, [6, 7]) == [6, 7]
+    assert args.server_cores is None and common.server_pin_label(args) == "not pinned"
+    assert "--server-cores 3: only 2 core(s)" in capsys.readouterr().out
+    # confined cores then bound pinning: fewer cores than threads, so no pinning
+    args = p.parse_args(["--server-cores", "2", "--server-pin"])
+    assert common.server_poll_args(args, common.server_cores(args, [0, 1, 6, 7]), 3) == []
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--server-cores", bad])

@@ -559,7 +559,8 @@ def run(args: argparse.Namespace) -> int:
         mapping = {k: v for k, v in mapping.items() if k in used}
     # paamd (dispatcher, control thread, CUDA workers) on the cores no executor uses, where
     # there are any: on a shared core it would wait for the executors' fair-scheduler slices.
-    server_cpus = sorted(set(range(os.cpu_count() or 1)) - set(mapping.values()) - {dev})
+    server_cpus = common.server_cores(
+        args, sorted(set(range(os.cpu_count() or 1)) - set(mapping.values()) - {dev}))
     if args.wait and args.wait != "suspend" and not server_cpus:
         # paamd's dispatcher would share a core with executors above it: one spinning there
         # would keep its own request from being dispatched.

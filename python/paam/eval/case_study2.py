@@ -1236,7 +1236,7 @@ def run(args: argparse.Namespace) -> int:
                 # threads on all of paamd's cores but the last, the TPU server's dispatcher there
                 rt = (([] if args.rt == "nice" else ["--rt"])
                       + common.dispatcher_args(args, max(e[2] for e in EXECUTORS)))
-                cpus = pl["server_cpus"]
+                cpus = common.server_cores(args, pl["server_cpus"])
                 threads = common.paamd_workers(args.backend, n_buckets) + 2
                 gpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
                 tpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])

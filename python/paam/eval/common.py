@@ -225,6 +225,12 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "(its --thread-cpus; with --server-poll-us always a never-sleeping "
                         "thread then never shares a core); ignored when paamd has fewer cores of "
                         "its own than threads")
+    p.add_argument("--server-cores", type=_positive_int, default=None, metavar="N",
+                   help="confine paamd's threads to the first N of the cores no executor uses "
+                        "(default: all of them). On a VM every vCPU that paamd's threads wake "
+                        "becomes one more the host must schedule: on the lent H100s the host "
+                        "stole from all 16 vCPUs while PAAM ran, and from the executors' alone "
+                        "while the direct methods ran (docs/evaluation.md, section 2)")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
                         "default: one above the most urgent executor, 91 in the shipped "
@@ -232,6 +238,27 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "request never waits for an executor's CPU work where they share a core; "
                         "paamd --rt's own default, one above its top bucket, 86 here, put "
                         "epsilon at 9.7 ms on the 2-core VM: docs/evaluation.md section 1)")
+
+
+def _positive_int(text: str) -> int:
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+
+
+def server_cores(args: argparse.Namespace, server_cpus: Sequence[int]) -> list[int]:
+    """The cores paamd's threads may use: the first ``--server-cores`` of ``server_cpus`` (all
+    of them when unset or when fewer are left, with a note, and the option then cleared so that
+    the summary says what ran)."""
+    n = getattr(args, "server_cores", None)
+    if n is None:
+        return list(server_cpus)
+    if n > len(server_cpus):
+        print(f"  --server-cores {n}: only {len(server_cpus)} core(s) left to paamd; it gets "
+              "all of them", flush=True)
+        args.server_cores = None
+        return list(server_cpus)
+    return list(server_cpus[:n])
 
 
 def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
@@ -321,7 +348,9 @@ def paamd_startup(srv) -> list[str]:
 
 
 def server_pin_label(args: argparse.Namespace) -> str:
-    return "one per core" if getattr(args, "server_pin", False) else "not pinned"
+    label = "one per core" if getattr(args, "server_pin", False) else "not pinned"
+    n = getattr(args, "server_cores", None)
+    return label if n is None else f"{label}, on {n} core{'s' if n > 1 else ''}"
 
 
 def threading_native_id() -> int:
