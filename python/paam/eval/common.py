@@ -227,10 +227,11 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "its own than threads")
     p.add_argument("--server-cores", type=_positive_int, default=None, metavar="N",
                    help="confine paamd's threads to the first N of the cores no executor uses "
-                        "(default: all of them). On a VM every vCPU that paamd's threads wake "
-                        "becomes one more the host must schedule: on the lent H100s the host "
-                        "stole from all 16 vCPUs while PAAM ran, and from the executors' alone "
-                        "while the direct methods ran (docs/evaluation.md, section 2)")
+                        "(default: all of them). An experiment's knob: on a VM the host steals "
+                        "only from vCPUs that run, and paamd's threads run on vCPUs the direct "
+                        "methods leave idle; on one lent H100, 3 cores took the steal off the "
+                        "vCPUs left idle but not off the executors' (docs/evaluation.md, "
+                        "section 2)")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
                         "default: one above the most urgent executor, 91 in the shipped "
