@@ -55,7 +55,7 @@ paamd (suspend on a futex by default; direct CUDA invocation spins on a completi
 pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority (default:
 one above E0's), ``--request-priority`` what paamd ranks a GPU request by (its chain's priority,
 the paper's rule and the default, or its executor's most critical chain priority: measured
-worse on the H100, docs/evaluation.md), ``--segments async`` that PAAM's callbacks await their
+worse on the H100, docs/evaluation-log.md), ``--segments async`` that PAAM's callbacks await their
 requests (the paper's asynchronous request: the executor runs work of the awaiting callback's
 priority or above meanwhile; default sync, the callback holding its executor). Counts every
 subscription's missing samples (``drops_by_subscription``) and times PAAM's GPU requests per

@@ -238,7 +238,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "systems, so that a critical "
                         "request never waits for an executor's CPU work where they share a core; "
                         "paamd --rt's own default, one above its top bucket, 86 here, put "
-                        "epsilon at 9.7 ms on the 2-core VM: docs/evaluation.md section 1)")
+                        "epsilon at 9.7 ms on the 2-core VM: docs/evaluation-log.md section 1)")
 
 
 def _positive_int(text: str) -> int:
@@ -270,7 +270,7 @@ def add_keep_awake_argument(p: argparse.ArgumentParser) -> None:
                         "On a VM it costs the worst case where the host is short of CPUs: the "
                         "never-idle guest then loses whole vCPUs for a host slice (100 ms on "
                         "one lent H100 of 2026-11-23, where it raised case study 2's maximum "
-                        "from 126-134 to 183 ms; docs/evaluation.md section 2); look at "
+                        "from 126-134 to 183 ms; docs/evaluation-log.md section 2); look at "
                         "host_stat.csv before trusting a maximum taken with it")
 
 
@@ -289,7 +289,7 @@ def dispatcher_args(args: argparse.Namespace, top_executor_priority: int) -> lis
     above ``top_executor_priority`` (at most 99). paamd --rt's own default, one above its top
     bucket, can sit below the executors; where they share its core a critical request then
     waits until no executor above the dispatcher has CPU work (on the 2-core VM: chain 1's
-    dispatch p99 7.6 ms, epsilon 9.7 ms; docs/evaluation.md section 1)."""
+    dispatch p99 7.6 ms, epsilon 9.7 ms; docs/evaluation-log.md section 1)."""
     prio = getattr(args, "dispatcher_priority", None)
     if prio is None:
         prio = min(99, top_executor_priority + 1)

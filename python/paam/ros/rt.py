@@ -328,7 +328,7 @@ def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
     with ``try_lock`` in a loop that neither blocks nor yields. At SCHED_FIFO, with the holder
     a thread of its own process at the same priority on the same core, the holder never runs
     again: a livelock that starves every thread at or below that priority on the core
-    (eProsima/Fast-DDS#5272; it hung case study 1 on a 2-core VM, docs/evaluation.md
+    (eProsima/Fast-DDS#5272; it hung case study 1 on a 2-core VM, docs/evaluation-log.md
     section 1). At SCHED_OTHER any RT holder preempts it. Messages do not
     wait for it: rmw_fastrtps publishes synchronously (Jazzy's default), so a message is written
     on the publishing thread; the sender thread only resends and serves discovery.

@@ -691,9 +691,9 @@ void AttachCudaBuiltins(KernelRegistry* registry) {
 // streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 by default); two streams on
 // one queue run in FIFO order whatever their priorities, so a critical bucket's request can sit
 // behind a best-effort kernel that is itself waiting for the higher buckets. Measured on an
-// H100 (case study 1, docs/evaluation.md): with the default, the top bucket's requests waited up
-// to 522 ms between dequeue and kernel start; with 32, at most 2.6 ms. The variable is read
-// when the context is created, so it is set before the first CUDA call, and only in paamd
+// H100 (case study 1, docs/evaluation-log.md): with the default, the top bucket's requests
+// waited up to 522 ms between dequeue and kernel start; with 32, at most 2.6 ms. The variable is
+// read when the context is created, so it is set before the first CUDA call, and only in paamd
 // (a direct-mode client's process is the user's to configure).
 void ReserveCudaHardwareQueues() {
   constexpr int kWanted = 32;  // the most CUDA allows
