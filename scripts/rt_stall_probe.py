@@ -68,7 +68,8 @@ def main() -> int:
     print(f"kernel {os.uname().release}, sched_rt_runtime_us {runtime}; CPU {args.cpu}, "
           f"SCHED_FIFO {args.priority} beside a SCHED_OTHER busy loop")
     hog = subprocess.Popen([sys.executable, "-c",
-                            f"import os; os.sched_setaffinity(0, {{{args.cpu}}})\nwhile True: pass"])
+                            f"import os; os.sched_setaffinity(0, {{{args.cpu}}})\n"
+                            "while True: pass"])
     try:
         time.sleep(0.2)
         for busy, sleep in DUTY:
