@@ -23,6 +23,11 @@ def test_demo_runs_both_modes_and_prints_the_table(tmp_path):
     data = json.loads((tmp_path / "demo.json").read_text())
     rows = {row["chain"]: row for row in data["rows"]}
     assert rows["critical"]["samples"]["paam"] > 0 and rows["critical"]["samples"]["direct"] > 0
+    assert "p99 change" in r.stdout and "max change" in r.stdout
+    crit = rows["critical"]
+    for q in ("p99", "max"):
+        want = (crit["paam"][q] - crit["direct"][q]) / crit["direct"][q] * 100
+        assert abs(crit["change_pct"][q] - want) < 1e-9
 
 
 def test_overhead_benchmark_writes_its_report(tmp_path):
