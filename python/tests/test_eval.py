@@ -685,10 +685,16 @@ def test_host_summary_and_rows_count_each_executor_core_once():
     h = common.host_summary(r, [0, 0, 7])
     assert h["samples"] == 2 and h["steal_ms_per_s"]["max"] == 70
     assert h["steal_ms_per_s_executor_cpus"]["max"] == 10 and h["busy_ms_per_s"]["mean"] == 750
+    # per CPU: mean busy 700 / 50 / 0 ms/s; a vCPU counts as used from 50 ms/s busy on
+    assert h["per_cpu"][1] == {"busy_ms_per_s": 50.0, "steal_ms_per_s": 10.0}
+    assert h["per_cpu"][2] == {"busy_ms_per_s": 0.0, "steal_ms_per_s": 50.0}
+    assert h["active_cpus"] == [0, 1]
+    assert common.steal_text(h) == "65 / 70 (5 / 10), 2 vCPUs used, 0.75 CPUs busy"
     rows = common.host_rows(r, [0, 0], s)
     assert rows[0] == {"t_s": 1.0, "busy_ms": 600.0, "steal_ms": 60.0,
                        "steal_ms_executor_cpus": 10.0, "steal_ms_cpu0": 10.0,
-                       "steal_ms_cpu1": 20.0, "steal_ms_cpu2": 30.0}
+                       "steal_ms_cpu1": 20.0, "steal_ms_cpu2": 30.0, "busy_ms_cpu0": 500.0,
+                       "busy_ms_cpu1": 100.0, "busy_ms_cpu2": 0.0}
     # no samples (no /proc/stat): the reason, no rows
     none = {"host_t_ns": np.zeros(0, np.int64), "host_error": "/proc/stat: missing"}
     assert common.host_summary(none, [0]) == {"error": "/proc/stat: missing"}

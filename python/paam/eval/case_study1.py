@@ -822,7 +822,8 @@ def _render_host(lines: list, spec, methods, host: dict, by_steal: dict) -> None
     the host left the CPUs alone against the others (and, with a bound, those beyond it)."""
     top = critical_chain(spec)
     lines.append("the host (/proc/stat each second): ms stolen per s from all CPUs, mean / max "
-                 "(executor cores)" + (
+                 f"(executor cores), vCPUs the guest used (busy at least "
+                 f"{common.ACTIVE_BUSY_MS_PER_S:g} ms/s), CPUs busy" + (
                      f"; {top.name} where the host stole at most {common.QUIET_STEAL_MS:g} ms/s "
                      "around the instance | more (n, p99 / max ms); instances above the bound "
                      "(paper WCETs; how many noisy); latency's correlation with steal"

@@ -708,12 +708,21 @@ def split_by_steal(values, steal, quiet_ms: float = QUIET_STEAL_MS) -> dict[str,
             "noisy": summarize(v[s > quiet_ms]), "correlation": corr}
 
 
+# A vCPU busy at least this share of the time counts as one the guest used (host_summary).
+ACTIVE_BUSY_MS_PER_S = 50.0
+
+
 def steal_text(host: dict[str, Any]) -> str:
     """summary.txt's text for :func:`host_summary`: ms stolen per second from all CPUs, mean /
-    max, and (in brackets) from the executors' cores."""
+    max, and (in brackets) from the executors' cores; then how many vCPUs the guest used and
+    how many CPUs' worth it kept busy (a host steals only from vCPUs that run)."""
     a, e = host["steal_ms_per_s"], host["steal_ms_per_s_executor_cpus"]
-    return (f"{fmt(a['mean'], 0)} / {fmt(a['max'], 0)} "
+    text = (f"{fmt(a['mean'], 0)} / {fmt(a['max'], 0)} "
             f"({fmt(e['mean'], 0)} / {fmt(e['max'], 0)})")
+    if "active_cpus" in host:  # summaries written before it have none
+        text += (f", {len(host['active_cpus'])} vCPUs used, "
+                 f"{fmt(host['busy_ms_per_s']['mean'] / 1000.0, 2)} CPUs busy")
+    return text
 
 
 def host_panel(label: str, r: dict, ends_ns, latency_ms) -> tuple | None:
@@ -750,22 +759,29 @@ def host_summary(r: dict, executor_cpus: Iterable[int]) -> dict[str, Any]:
     if t is None or not len(t):
         return {"error": r.get("host_error") or "fewer than two samples"}
     ex = _host_columns(r, executor_cpus)
+    busy = r["host_busy_ms"]
+    per_cpu = {int(c): {"busy_ms_per_s": float(b), "steal_ms_per_s": float(x)}
+               for c, b, x in zip(r["host_cpus"], busy.mean(axis=0), steal.mean(axis=0))}
     return {"samples": int(len(t)), "steal_ms_per_s": summarize(steal.sum(axis=1)),
             "steal_ms_per_s_executor_cpus": summarize(steal[:, ex].sum(axis=1)),
-            "busy_ms_per_s": summarize(r["host_busy_ms"].sum(axis=1))}
+            "busy_ms_per_s": summarize(busy.sum(axis=1)),
+            "active_cpus": [c for c, v in per_cpu.items()
+                            if v["busy_ms_per_s"] >= ACTIVE_BUSY_MS_PER_S],
+            "per_cpu": per_cpu}
 
 
 def host_rows(r: dict, executor_cpus: Iterable[int], t0_ns: int) -> list[dict[str, Any]]:
     """host_stat.csv's rows of a run, one per /proc/stat sample (t_s: seconds since ``t0_ns``,
     the clock of the run's other CSV files): busy and stolen ms of all CPUs, stolen ms of the
-    executors' cores, and of each CPU."""
+    executors' cores, stolen and busy ms of each CPU."""
     t = r.get("host_t_ns")
     if t is None or not len(t):
         return []
     cpus, ex = r["host_cpus"], _host_columns(r, executor_cpus)
     return [{"t_s": round((int(ti) - t0_ns) / 1e9, 3), "busy_ms": float(b.sum()),
              "steal_ms": float(st.sum()), "steal_ms_executor_cpus": float(st[ex].sum()),
-             **{f"steal_ms_cpu{c}": float(x) for c, x in zip(cpus, st)}}
+             **{f"steal_ms_cpu{c}": float(x) for c, x in zip(cpus, st)},
+             **{f"busy_ms_cpu{c}": float(x) for c, x in zip(cpus, b)}}
             for ti, b, st in zip(t, r["host_busy_ms"], r["host_steal_ms"])]
 
 
