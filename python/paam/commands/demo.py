@@ -130,6 +130,10 @@ def _change(paam_ms: float, direct_ms: float) -> float:
         else float("nan")
 
 
+def _pct(value: float) -> str:
+    return "n/a" if value != value else f"{round(value):+d}%".replace("+0%", "0%")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..testing import start_server
     print(f"paam demo: {len(CHAINS)} client processes share one {args.backend} device "
@@ -162,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                      "change_pct": {"p99": change[0], "max": change[1]},
                      "samples": {"paam": len(served[ch.name]), "direct": len(direct[ch.name])}})
         print(f"{ch.name:<14} {ch.priority:>4} {ch.kernel_ms:>5.0f}ms | {s[0]:>9.2f} {s[1]:>8.2f} {s[2]:>8.2f} "
-              f"| {d[0]:>10.2f} {d[1]:>8.2f} {d[2]:>8.2f} | {change[0]:>+9.0f}% {change[1]:>+9.0f}%")
+              f"| {d[0]:>10.2f} {d[1]:>8.2f} {d[2]:>8.2f} | {_pct(change[0]):>10} {_pct(change[1]):>10}")
     print("\nWith paamd the critical chain waits at most for one lower-priority kernel of its bucket;\n"
           "under direct invocation it shares the device with everyone, whatever its priority.\n"
           "On a VM a single host stall can set a maximum; the p99 is the steadier comparison.")
