@@ -1585,9 +1585,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                                   for k, v in sd.items()) or "none")
     lines.append(f"the host (/proc/stat each second): ms stolen per s from all CPUs, mean / max "
                  f"(executor cores), vCPUs the guest used (busy at least "
-                 f"{common.ACTIVE_BUSY_MS_PER_S:g} ms/s), CPUs busy; hot path where the host stole at most "
-                 f"{common.QUIET_STEAL_MS:g} ms/s around the instance | more (n, p99 / max ms, "
-                 f"drops); latency's correlation with steal")
+                 f"{common.ACTIVE_BUSY_MS_PER_S:g} ms/s), CPUs busy; hot path where the host "
+                 f"stole at most {common.QUIET_STEAL_MS:g} ms/s around the instance | more (n, "
+                 f"p99 / max ms, drops); latency's correlation with steal")
     for s in setups:
         for m in methods:
             h, sp = summary[s][m].get("host", {}), summary[s][m].get("hot_path_by_host_steal")
