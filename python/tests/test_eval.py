@@ -811,3 +811,31 @@ def test_server_cores_confines_paamd_to_the_first_n_spare_cores(capsys):
     for bad in ("0", "-1", "two", "1.5"):
         with pytest.raises(SystemExit):
             p.parse_args(["--server-cores", bad])
+
+
+def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_path):
+    import argparse
+    import subprocess
+
+    from paam.eval import common
+    from paam.testing import find_paamd
+
+    p = argparse.ArgumentParser()
+    common.add_server_arguments(p)
+    p.add_argument("--backend", default="cpu")
+    args = p.parse_args([])
+    assert common.cuda_wait_args(args) == [] and common.server_pin_label(args) == "not pinned"
+    args = p.parse_args(["--server-cuda-wait", "block", "--backend", "cuda"])
+    assert common.cuda_wait_args(args) == ["--cuda-wait", "block"]
+    assert common.server_pin_label(args) == "not pinned, CUDA wait block"
+    # the CPU backend has no CUDA workers: nothing passed, nothing claimed
+    args = p.parse_args(["--server-cuda-wait", "block"])
+    assert common.cuda_wait_args(args) == [] and common.server_pin_label(args) == "not pinned"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--server-cuda-wait", "sleepy"])
+    # paamd takes the three modes and refuses any other, naming it
+    bad = subprocess.run([find_paamd(), "--cuda-wait", "sleepy"], capture_output=True, text=True,
+                         timeout=10)
+    assert bad.returncode == 2 and "--cuda-wait must be spin, poll or block, got 'sleepy'" in bad.stderr
+    assert "--cuda-wait spin|poll|block" in subprocess.run(
+        [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout

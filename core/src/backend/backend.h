@@ -104,6 +104,9 @@ struct BackendOptions {
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
+  // CUDA backend: how a worker waits for its stream work, "spin" | "poll" | "block"
+  // (empty: $PAAM_CUDA_WAIT, else "spin").
+  std::string cuda_wait;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
 

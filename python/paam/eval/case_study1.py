@@ -597,7 +597,8 @@ def run(args: argparse.Namespace) -> int:
                 # cuda one per best-effort lane of the lowest)
                 rt_args = (([] if args.rt == "nice" else ["--rt"])
                            + common.server_poll_args(
-                               args, server_cpus, common.paamd_workers(args.backend, buckets) + 1))
+                               args, server_cpus, common.paamd_workers(args.backend, buckets) + 1)
+                           + common.cuda_wait_args(args))
                 rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped
                             else common.dispatcher_args(
                                 args, max(e.priority for e in spec.executors.values())))

@@ -1238,7 +1238,8 @@ def run(args: argparse.Namespace) -> int:
                       + common.dispatcher_args(args, max(e[2] for e in EXECUTORS)))
                 cpus = common.server_cores(args, pl["server_cpus"])
                 threads = common.paamd_workers(args.backend, n_buckets) + 2
-                gpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
+                gpu_args = (rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
+                            + common.cuda_wait_args(args))
                 tpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,

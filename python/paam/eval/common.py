@@ -232,6 +232,12 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "methods leave idle; on one lent H100, 3 cores took the steal off the "
                         "vCPUs left idle but not off the executors' (docs/evaluation.md, "
                         "section 2)")
+    p.add_argument("--server-cuda-wait", choices=("spin", "poll", "block"), default=None,
+                   help="how paamd's CUDA workers wait for their GPU work (its --cuda-wait; "
+                        "default: paamd's own, spin, or $PAAM_CUDA_WAIT): spin on a word the "
+                        "stream writes keeps a core busy while a request's kernel runs; block "
+                        "sleeps in the driver, tens of us slower to see the completion. On a "
+                        "VM the spinning vCPUs are ones the host may then steal from")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
                         "default: one above the most urgent executor, 91 in the shipped "
@@ -331,6 +337,12 @@ def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threa
     return extra
 
 
+def cuda_wait_args(args: argparse.Namespace) -> list[str]:
+    """paamd's --cuda-wait for ``--server-cuda-wait`` on the cuda backend (none when unset)."""
+    wait = getattr(args, "server_cuda_wait", None)
+    return ["--cuda-wait", wait] if wait and getattr(args, "backend", "cpu") == "cuda" else []
+
+
 def server_poll_label(args: argparse.Namespace) -> str:
     poll = getattr(args, "server_poll_us", None)
     return "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
@@ -351,7 +363,11 @@ def paamd_startup(srv) -> list[str]:
 def server_pin_label(args: argparse.Namespace) -> str:
     label = "one per core" if getattr(args, "server_pin", False) else "not pinned"
     n = getattr(args, "server_cores", None)
-    return label if n is None else f"{label}, on {n} core{'s' if n > 1 else ''}"
+    if n is not None:
+        label += f", on {n} core{'s' if n > 1 else ''}"
+    if cuda_wait_args(args):
+        label += f", CUDA wait {args.server_cuda_wait}"
+    return label
 
 
 def threading_native_id() -> int:

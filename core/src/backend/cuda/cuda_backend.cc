@@ -74,7 +74,8 @@ Result<std::vector<int>> ParseDevices(const std::string& text, int count) {
   return out;
 }
 
-// How a worker waits for its stream work (PAAM_CUDA_WAIT).
+// How a worker waits for its stream work (BackendOptions::cuda_wait, paamd --cuda-wait, or
+// PAAM_CUDA_WAIT).
 enum class WaitKind {
   kFlag,   // "spin" (default): the stream writes a sequence number into pinned host memory
            // (cuStreamWriteValue32) and the worker spins on it without calling the driver
@@ -232,8 +233,10 @@ Status CudaBackend::SetUpFlags(Unit* unit) {
 }
 
 Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& ordinals) {
-  const char* wait = std::getenv("PAAM_CUDA_WAIT");
-  const std::string_view wait_text = wait != nullptr ? wait : "spin";
+  const char* env_wait = std::getenv("PAAM_CUDA_WAIT");
+  const std::string_view wait_text = !options.cuda_wait.empty() ? std::string_view(options.cuda_wait)
+                                     : env_wait != nullptr     ? std::string_view(env_wait)
+                                                               : std::string_view("spin");
   if (wait_text == "spin") {
     wait_ = WaitKind::kFlag;
   } else if (wait_text == "poll") {
@@ -241,8 +244,9 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   } else if (wait_text == "block") {
     wait_ = WaitKind::kBlock;
   } else {
-    return Status(Errc::kInvalidArgument, "cuda: PAAM_CUDA_WAIT must be spin, poll or block, got '" +
-                                              std::string(wait_text) + "'");
+    return Status(Errc::kInvalidArgument, std::string("cuda: ") +
+                                              (options.cuda_wait.empty() ? "PAAM_CUDA_WAIT" : "the wait") +
+                                              " must be spin, poll or block, got '" + std::string(wait_text) + "'");
   }
   if (wait_ == WaitKind::kFlag) {
     void* fn = nullptr;

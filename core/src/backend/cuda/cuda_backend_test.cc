@@ -223,6 +223,42 @@ TEST_F(CudaBackendTest, EachLevelRunsOnItsOwnStreamPriorityHighestFirst) {
   EXPECT_EQ(r.mem.backend_state, nullptr);
 }
 
+TEST_F(CudaBackendTest, EveryWaitModeCompletesAndNamesItselfAndABadOneIsRefused) {
+  const std::pair<const char*, const char*> modes[] = {
+      {"spin", ", spin wait"}, {"poll", ", poll wait"}, {"block", ", blocking wait"}};
+  for (const auto& [mode, said] : modes) {
+    BackendOptions o;
+    o.kind = "cuda";
+    o.levels = 2;
+    o.cuda_wait = mode;
+    auto made = CreateCudaBackend(o, &registry_);
+    ASSERT_TRUE(made.ok()) << mode << ": " << made.status().ToString();
+    auto b = std::move(made).value();
+    std::string note;
+    ASSERT_TRUE(b->PrepareWorker(0, 0, 0, &note).ok());
+    // spin falls back to poll on a driver that cannot write host memory from a stream
+    if (std::string_view(mode) != "spin" || note.find(", poll wait") == std::string::npos) {
+      EXPECT_NE(note.find(said), std::string::npos) << mode << ": " << note;
+    }
+    HostRegion r(0, 8);
+    ASSERT_TRUE(b->AttachRegion(&r.mem).ok());
+    for (int i = 0; i < 20; ++i) {  // completion seen each time, never a stale output
+      r.out<int32_t>()[0] = 1234;
+      Status s = RunOn(b.get(), &r, "probe", {}, 0, 0);
+      ASSERT_TRUE(s.ok()) << mode << ": " << s.ToString();
+      EXPECT_NE(r.out<int32_t>()[0], 1234) << mode << " run " << i;
+    }
+    b->DetachRegion(&r.mem);
+  }
+  BackendOptions o;
+  o.kind = "cuda";
+  o.cuda_wait = "sleepy";
+  auto bad = CreateCudaBackend(o, &registry_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Errc::kInvalidArgument);
+  EXPECT_NE(bad.status().ToString().find("sleepy"), std::string::npos) << bad.status().ToString();
+}
+
 TEST_F(CudaBackendTest, BuiltinKernelsMatchTheirCpuVersionsOnRandomData) {
   auto b = Make();
   ASSERT_NE(b, nullptr);
