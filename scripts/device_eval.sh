@@ -12,8 +12,9 @@
 # result folders out of what comes back (a 2026-11-23 run lost its CSV files that way).
 #
 # The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit:
-# commit raw results gzipped, and large per-request series not at all (docs/results keeps
-# what fits; 2026-11-23: tree ≈ 27 MB).
+# commit raw results as xz (`xz -9`, e.g. hot_path.csv.xz; Python reads them with lzma.open, pandas
+# as they are), and large per-request series not at all (docs/results keeps what fits; on
+# 2026-11-24 the tracked tree was ≈ 47 MB after the csv.gz files were recompressed as xz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1

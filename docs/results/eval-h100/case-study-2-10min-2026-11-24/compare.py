@@ -6,7 +6,7 @@ compare.txt and fig_10min.png beside this file.
 
     PYTHONPATH=python python docs/results/eval-h100/case-study-2-10min-2026-11-24/compare.py
 """
-import gzip
+import lzma
 import importlib.util
 import json
 from pathlib import Path
@@ -36,8 +36,8 @@ def load(run: str) -> dict:
     return r
 
 
-def column(run: str, name: str, csv: str = "hot_path.csv.gz") -> np.ndarray:
-    with gzip.open(HERE / run / csv, "rt") as f:
+def column(run: str, name: str, csv: str = "hot_path.csv.xz") -> np.ndarray:
+    with lzma.open(HERE / run / csv, "rt") as f:
         header = f.readline().strip().split(",")
         i = header.index(name)
         return np.array([float(line.split(",")[i]) for line in f])
@@ -115,8 +115,8 @@ def main() -> None:
     ax2.set_xlabel("time in the run (s)")
     ax3 = ax2.twinx()
     for run, color in (("p600", "#e05050"), ("p600b", "#8c1f1f")):
-        ax3.plot(column(run, "t_s", "host_stat.csv.gz"),
-                 column(run, "steal_ms", "host_stat.csv.gz"), lw=0.6, color=color, alpha=0.7,
+        ax3.plot(column(run, "t_s", "host_stat.csv.xz"),
+                 column(run, "steal_ms", "host_stat.csv.xz"), lw=0.6, color=color, alpha=0.7,
                  label=f"host steal during {run}")
     ax3.set_ylabel("host steal, all CPUs (ms/s)")
     h1, l1 = ax2.get_legend_handles_labels()

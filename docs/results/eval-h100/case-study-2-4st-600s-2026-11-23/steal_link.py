@@ -11,6 +11,7 @@ widens each instance's window by one sample each side for that reason.
 """
 import csv
 import gzip
+import lzma
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ def main():
         launched = launches()[label]
         after = np.where(t > launched)[0]
         t0 = t[after[busy[after, cpus.index(E0_CPU)] > 300][0]] - 1
-        with gzip.open(HERE / label / "hot_path.csv.gz", "rt") as f:
+        with lzma.open(HERE / label / "hot_path.csv.xz", "rt") as f:
             hot = list(csv.DictReader(f))
         ends = np.array([float(r["t_s"]) for r in hot])
         lat = np.array([float(r["latency_ms"]) for r in hot])

@@ -8,7 +8,7 @@ Run: PYTHONPATH=<paam's python dir> python keep_awake.py
 from __future__ import annotations
 
 import csv
-import gzip
+import lzma
 import json
 from pathlib import Path
 
@@ -24,18 +24,18 @@ NEAR_S = 1.5     # "near": within this of such a second (the samples' 1 s, both 
 
 
 def rows(run: str, name: str) -> list[dict]:
-    with gzip.open(HERE / run / name, "rt") as f:
+    with lzma.open(HERE / run / name, "rt") as f:
         return list(csv.DictReader(f))
 
 
 def analyse(run: str) -> dict:
     s = json.loads((HERE / run / "summary.json").read_text())["results"]["4ST"]["PAAM"]
-    host = rows(run, "host_stat.csv.gz")
+    host = rows(run, "host_stat.csv.xz")
     cols = [k for k in host[0] if k.startswith("steal_ms_cpu")]
     t = np.array([float(h["t_s"]) for h in host])
     per_cpu = np.array([[float(h[k]) for k in cols] for h in host])
     chunk_t = t[(per_cpu >= CHUNK_MS).any(axis=1)]
-    slow = np.array([float(r["t_s"]) for r in rows(run, "paam_stages_over_10ms.csv.gz")
+    slow = np.array([float(r["t_s"]) for r in rows(run, "paam_stages_over_10ms.csv.xz")
                      if sum(float(v) for k, v in r.items() if k.endswith("_us")) > SLOW_MS * 1e3])
 
     def near(x: np.ndarray) -> np.ndarray:
@@ -48,7 +48,7 @@ def analyse(run: str) -> dict:
     events = srt[np.concatenate([[True], np.diff(srt) >= 1.0])] if len(srt) else srt
     grid = np.arange(t[0], t[-1], 0.1)
     lidar = s["lidar_samples"]
-    hot = [float(r["latency_ms"]) for r in rows(run, "hot_path.csv.gz")]
+    hot = [float(r["latency_ms"]) for r in rows(run, "hot_path.csv.xz")]
     return {"run": run, "hp": s["hot_path_ms"], "hot": np.sort(hot), "drops": s["drops"]["total"],
             "skipped": 2 * lidar["expected_each"] - lidar["front"] - lidar["rear"],
             "busy": s["host"]["busy_ms_per_s"]["mean"], "steal": s["host"]["steal_ms_per_s"],

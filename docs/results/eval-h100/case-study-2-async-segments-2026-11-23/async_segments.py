@@ -21,7 +21,7 @@ Run: python async_segments.py   (numpy and matplotlib)
 from __future__ import annotations
 
 import csv
-import gzip
+import lzma
 import json
 from pathlib import Path
 
@@ -41,7 +41,7 @@ def load(run: str) -> tuple[str, str, dict, np.ndarray, np.ndarray, np.ndarray]:
     res = json.loads((HERE / run / "summary.json").read_text())["results"]
     (setup, by_method), = res.items()
     (method, s), = by_method.items()
-    with gzip.open(HERE / run / "hot_path.csv.gz", "rt") as f:
+    with lzma.open(HERE / run / "hot_path.csv.xz", "rt") as f:
         rows = list(csv.DictReader(f))
     lat = np.array([float(r["latency_ms"]) for r in rows])
     late = np.mod(np.array([float(r["t_s"]) for r in rows]) * 1e3 - lat, 100.0)
@@ -76,7 +76,7 @@ def from_due() -> None:
     table = [("run", "method", "n", "KPI p50 / p99 / max", "late p50 / p90",
               "from due p50 / p99 / max")]
     for name, path in runs:
-        with gzip.open(path / "hot_path.csv.gz", "rt") as f:
+        with lzma.open(path / "hot_path.csv.xz", "rt") as f:
             rows = list(csv.DictReader(f))
         lat = np.array([float(r["latency_ms"]) for r in rows])
         late = np.mod(np.array([float(r["t_s"]) for r in rows]) * 1e3 - lat, 100.0)

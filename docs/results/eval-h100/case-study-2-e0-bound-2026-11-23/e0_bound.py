@@ -6,7 +6,7 @@ when nothing goes wrong). Writes e0_bound.txt and fig_e0_breakdown.png beside th
     PYTHONPATH=python python docs/results/eval-h100/case-study-2-e0-bound-2026-11-23/e0_bound.py
 """
 import csv
-import gzip
+import lzma
 import json
 from pathlib import Path
 
@@ -21,7 +21,7 @@ N_HOT = len(cs2.HOT_CALLBACKS)
 
 
 def _csv(path: Path) -> list[dict]:
-    with gzip.open(path, "rt") as f:
+    with lzma.open(path, "rt") as f:
         return list(csv.DictReader(f))
 
 
@@ -35,7 +35,7 @@ def typical_bound(run: Path, outside_ms: float, params: dict, placement: dict,
     the cost per callback, ``outside_ms`` (E0's median time outside callbacks per instance) per
     hot-path callback; the settings request at its p99 (not a bound: the demand of an instance
     that meets no outlier)."""
-    st = _csv(run / "paam_stages_hot_settings.csv.gz")
+    st = _csv(run / "paam_stages_hot_settings.csv.xz")
     names = [k for k in st[0] if k.endswith("_us")]
     tot = np.asarray([[float(r[k]) for k in names] for r in st]) / 1e3
     prio = np.asarray([int(r["chain_priority"]) for r in st])
@@ -64,7 +64,7 @@ def main() -> None:
         s = data["results"]["4ST"][method]
         due, bd = s["hot_path_from_due_ms"], s["hot_executor_from_due"]
         inside = sum(v for k, v in bd["lower_started_histogram"].items() if k != "0")
-        hist = _csv(run / "hot_path.csv.gz")
+        hist = _csv(run / "hot_path.csv.xz")
         med = {k: float(np.nanmedian(_col(hist, f"e0_{k}")))
                for k in ("hot_ms", "lower_ms", "outside_ms")}
         b = s.get("analysis")
