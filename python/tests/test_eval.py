@@ -831,11 +831,16 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
     # the CPU backend has no CUDA workers: nothing passed, nothing claimed
     args = p.parse_args(["--server-cuda-wait", "block"])
     assert common.cuda_wait_args(args) == [] and common.server_pin_label(args) == "not pinned"
-    with pytest.raises(SystemExit):
-        p.parse_args(["--server-cuda-wait", "sleepy"])
-    # paamd takes the three modes and refuses any other, naming it
-    bad = subprocess.run([find_paamd(), "--cuda-wait", "sleepy"], capture_output=True, text=True,
-                         timeout=10)
-    assert bad.returncode == 2 and "--cuda-wait must be spin, poll or block, got 'sleepy'" in bad.stderr
-    assert "--cuda-wait spin|poll|block" in subprocess.run(
+    args = p.parse_args(["--server-cuda-wait", "nap:200", "--backend", "cuda"])
+    assert common.cuda_wait_args(args) == ["--cuda-wait", "nap:200"]
+    for bad in ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "Block"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--server-cuda-wait", bad])
+    # paamd takes the same forms (checked before any GPU is looked for) and refuses any other,
+    # quoting it
+    for bad in ("sleepy", "nap:0"):
+        r = subprocess.run([find_paamd(), "--cuda-wait", bad], capture_output=True, text=True,
+                           timeout=10)
+        assert r.returncode == 2 and f"got '{bad}'" in r.stderr and "nap:US" in r.stderr
+    assert "--cuda-wait MODE" in subprocess.run(
         [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout

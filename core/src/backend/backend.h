@@ -104,11 +104,25 @@ struct BackendOptions {
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
-  // CUDA backend: how a worker waits for its stream work, "spin" | "poll" | "block"
-  // (empty: $PAAM_CUDA_WAIT, else "spin").
+  // CUDA backend: how a worker waits for its stream work (ParseCudaWait's forms; empty:
+  // $PAAM_CUDA_WAIT, else "spin").
   std::string cuda_wait;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
+
+// How a CUDA worker waits for its stream work, from "spin" (the stream writes a word into pinned
+// host memory and the worker spins on it: the fastest, a busy core per running request), "poll"
+// (cudaEventQuery in a loop), "block" (cudaEventSynchronize on a blocking-sync event: the core
+// sleeps, the driver's wake-up and launches are slower) or "nap" / "nap:US" (the word of "spin",
+// looked at between sleeps of US microseconds, default kDefaultNapUs: the core mostly sleeps,
+// completion is seen up to one nap late, the launch path is spin's).
+struct CudaWait {
+  static constexpr int kDefaultNapUs = 50;
+  std::string kind = "spin";  // "spin" | "poll" | "block" | "nap"
+  int nap_us = 0;             // "nap" only: 1..10000
+};
+// `text`'s wait, or an invalid_argument error that quotes it and names the valid forms.
+Result<CudaWait> ParseCudaWait(std::string_view text);
 
 // Creates the backend named by options.kind, or an error naming the valid kinds
 // (and saying so when CUDA support was not compiled in or no GPU is present).

@@ -1,4 +1,7 @@
+#include <charconv>
 #include <memory>
+#include <string>
+#include <system_error>
 
 #include "backend/backend.h"
 #include "backend/cpu_backend.h"
@@ -7,6 +10,31 @@
 #endif
 
 namespace paam {
+
+Result<CudaWait> ParseCudaWait(std::string_view text) {
+  CudaWait w;
+  if (text == "spin" || text == "poll" || text == "block") {
+    w.kind = std::string(text);
+    return w;
+  }
+  if (text == "nap") {
+    w.kind = "nap";
+    w.nap_us = CudaWait::kDefaultNapUs;
+    return w;
+  }
+  if (text.substr(0, 4) == "nap:") {
+    const std::string_view us = text.substr(4);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(us.data(), us.data() + us.size(), v);
+    if (ec == std::errc() && end == us.data() + us.size() && v >= 1 && v <= 10000) {
+      w.kind = "nap";
+      w.nap_us = v;
+      return w;
+    }
+  }
+  return Status(Errc::kInvalidArgument, "the CUDA wait must be spin, poll, block, nap or nap:US "
+                                        "(US = 1..10000 microseconds), got '" + std::string(text) + "'");
+}
 
 Result<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options, KernelRegistry* registry) {
   (void)registry;

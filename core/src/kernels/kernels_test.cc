@@ -12,6 +12,31 @@
 namespace paam {
 namespace {
 
+TEST(BackendOptions, ParseCudaWaitTakesEveryFormAndQuotesABadOne) {
+  for (const char* kind : {"spin", "poll", "block"}) {
+    auto w = ParseCudaWait(kind);
+    ASSERT_TRUE(w.ok()) << kind;
+    EXPECT_EQ(w->kind, kind);
+    EXPECT_EQ(w->nap_us, 0);
+  }
+  auto nap = ParseCudaWait("nap");
+  ASSERT_TRUE(nap.ok());
+  EXPECT_EQ(nap->kind, "nap");
+  EXPECT_EQ(nap->nap_us, CudaWait::kDefaultNapUs);
+  auto nap200 = ParseCudaWait("nap:200");
+  ASSERT_TRUE(nap200.ok());
+  EXPECT_EQ(nap200->nap_us, 200);
+  EXPECT_EQ(ParseCudaWait("nap:1")->nap_us, 1);
+  EXPECT_EQ(ParseCudaWait("nap:10000")->nap_us, 10000);
+  for (const char* bad : {"", "Spin", "sleepy", "nap:", "nap:0", "nap:10001", "nap:-5", "nap:5us", "nap:1.5",
+                          "nap200", "spin:5"}) {
+    auto w = ParseCudaWait(bad);
+    ASSERT_FALSE(w.ok()) << "'" << bad << "'";
+    EXPECT_EQ(w.status().code(), Errc::kInvalidArgument);
+    EXPECT_NE(w.status().message().find("'" + std::string(bad) + "'"), std::string::npos) << w.status().message();
+  }
+}
+
 struct Harness {
   KernelRegistry registry = KernelRegistry::WithBuiltins();
   std::unique_ptr<Backend> backend;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "common/log.h"
 #include "server/server.h"
 
@@ -29,10 +30,12 @@ Serves accelerator requests from local clients by chain priority.
                          (default: 4 on cuda, as the paper's best-effort streams; 1 on cpu)
   --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
   --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
-  --cuda-wait spin|poll|block   cuda backend: how a worker waits for its GPU work: spin on a
-                         word the stream writes (fastest; a busy core per running request),
-                         poll the driver, or block in the driver (the core sleeps; tens of
-                         us slower) (default: $PAAM_CUDA_WAIT, else spin)
+  --cuda-wait MODE       cuda backend: how a worker waits for its GPU work (default:
+                         $PAAM_CUDA_WAIT, else spin): spin on a word the stream writes
+                         (fastest; a busy core per running request); poll the driver; block
+                         in the driver (the core sleeps; wake-up and launches slower); nap or
+                         nap:US, spin's word looked at between sleeps of US us (default 50;
+                         the core mostly sleeps, completion seen up to a nap late)
   --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);
                          any backend: the dispatcher runs above the top bucket (else nice -20)
   --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)
@@ -126,9 +129,8 @@ int main(int argc, char** argv) {
       o.backend.cuda_devices = value();
     } else if (a == "--cuda-wait") {
       o.backend.cuda_wait = value();
-      if (o.backend.cuda_wait != "spin" && o.backend.cuda_wait != "poll" && o.backend.cuda_wait != "block") {
-        Usage("--cuda-wait must be spin, poll or block, got '" + o.backend.cuda_wait + "'");
-      }
+      auto wait = paam::ParseCudaWait(o.backend.cuda_wait);
+      if (!wait.ok()) Usage("--cuda-wait: " + wait.status().message());
     } else if (a == "--rt") {
       o.backend.realtime = true;
     } else if (a == "--rt-priority") {

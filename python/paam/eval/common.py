@@ -232,12 +232,14 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "methods leave idle; on one lent H100, 3 cores took the steal off the "
                         "vCPUs left idle but not off the executors' (docs/evaluation.md, "
                         "section 2)")
-    p.add_argument("--server-cuda-wait", choices=("spin", "poll", "block"), default=None,
+    p.add_argument("--server-cuda-wait", type=_cuda_wait, default=None,
+                   metavar="spin|poll|block|nap[:US]",
                    help="how paamd's CUDA workers wait for their GPU work (its --cuda-wait; "
                         "default: paamd's own, spin, or $PAAM_CUDA_WAIT): spin on a word the "
                         "stream writes keeps a core busy while a request's kernel runs; block "
-                        "sleeps in the driver, tens of us slower to see the completion. On a "
-                        "VM the spinning vCPUs are ones the host may then steal from")
+                        "sleeps in the driver (slower launches); nap looks at spin's word "
+                        "between sleeps of US us (default 50). On a VM the spinning vCPUs are "
+                        "ones the host may then steal from (docs/evaluation.md, section 2)")
     p.add_argument("--dispatcher-priority", type=int, default=None, metavar="N",
                    help="SCHED_FIFO priority of paamd's dispatcher (its --dispatcher-priority; "
                         "default: one above the most urgent executor, 91 in the shipped "
@@ -245,6 +247,17 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "request never waits for an executor's CPU work where they share a core; "
                         "paamd --rt's own default, one above its top bucket, 86 here, put "
                         "epsilon at 9.7 ms on the 2-core VM: docs/evaluation-log.md section 1)")
+
+
+def _cuda_wait(text: str) -> str:
+    """paamd's --cuda-wait forms (core's ParseCudaWait): spin, poll, block, nap, nap:US."""
+    if text in ("spin", "poll", "block", "nap"):
+        return text
+    us = text[4:] if text.startswith("nap:") else ""
+    if us.isdigit() and 1 <= int(us) <= 10000 and str(int(us)) == us:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"expected spin, poll, block, nap or nap:US (US = 1..10000), got {text!r}")
 
 
 def _positive_int(text: str) -> int:

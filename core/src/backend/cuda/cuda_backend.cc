@@ -13,6 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/prctl.h>
+#include <time.h>
+
 #include "backend/cuda/cuda_kernels.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -81,6 +84,7 @@ enum class WaitKind {
            // (cuStreamWriteValue32) and the worker spins on it without calling the driver
   kPoll,   // "poll": cudaEventQuery in a loop (driver calls while spinning)
   kBlock,  // "block": cudaEventSynchronize on a blocking-sync event (sleeps; slower wake-up)
+  kNap,    // "nap": kFlag's word, looked at between short sleeps (nap_ns_)
 };
 
 using WriteValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -183,6 +187,8 @@ class CudaBackend final : public Backend {
   static constexpr int kDefaultBestEffortLanes = 4;
   int best_effort_lanes_ = 1;
   WaitKind wait_ = WaitKind::kFlag;
+  int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
+  bool Flagged() const { return wait_ == WaitKind::kFlag || wait_ == WaitKind::kNap; }
   WriteValueFn write_value_ = nullptr;
   std::vector<int> priority_;     // stream priority of each level
   std::vector<int> lane_offset_;  // first lane index of each level
@@ -234,21 +240,20 @@ Status CudaBackend::SetUpFlags(Unit* unit) {
 
 Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& ordinals) {
   const char* env_wait = std::getenv("PAAM_CUDA_WAIT");
-  const std::string_view wait_text = !options.cuda_wait.empty() ? std::string_view(options.cuda_wait)
-                                     : env_wait != nullptr     ? std::string_view(env_wait)
-                                                               : std::string_view("spin");
-  if (wait_text == "spin") {
-    wait_ = WaitKind::kFlag;
-  } else if (wait_text == "poll") {
-    wait_ = WaitKind::kPoll;
-  } else if (wait_text == "block") {
-    wait_ = WaitKind::kBlock;
-  } else {
-    return Status(Errc::kInvalidArgument, std::string("cuda: ") +
-                                              (options.cuda_wait.empty() ? "PAAM_CUDA_WAIT" : "the wait") +
-                                              " must be spin, poll or block, got '" + std::string(wait_text) + "'");
+  const bool from_env = options.cuda_wait.empty() && env_wait != nullptr;
+  auto wait = ParseCudaWait(!options.cuda_wait.empty() ? std::string_view(options.cuda_wait)
+                            : from_env                 ? std::string_view(env_wait)
+                                                       : std::string_view("spin"));
+  if (!wait.ok()) {
+    return Status(Errc::kInvalidArgument,
+                  std::string("cuda: ") + (from_env ? "PAAM_CUDA_WAIT: " : "") + wait.status().message());
   }
-  if (wait_ == WaitKind::kFlag) {
+  wait_ = wait->kind == "poll"    ? WaitKind::kPoll
+          : wait->kind == "block" ? WaitKind::kBlock
+          : wait->kind == "nap"   ? WaitKind::kNap
+                                  : WaitKind::kFlag;
+  nap_ns_ = static_cast<int64_t>(wait->nap_us) * 1000;
+  if (Flagged()) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
     if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &found) ==
@@ -325,7 +330,7 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
         if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
       }
     }
-    if (wait_ == WaitKind::kFlag) {
+    if (Flagged()) {
       Status fs = SetUpFlags(&unit);
       if (!fs.ok()) return fs;
     }
@@ -344,7 +349,10 @@ Status CudaBackend::PrepareWorker(int unit, int level, int lane, std::string* no
   if (note != nullptr) {
     *note = "cuda: GPU " + std::to_string(u.ordinal) + " (" + u.device_name + "), stream priority " +
             std::to_string(priority_[level]) +
-            (wait_ == WaitKind::kFlag ? ", spin wait" : wait_ == WaitKind::kPoll ? ", poll wait" : ", blocking wait");
+            (wait_ == WaitKind::kFlag   ? ", spin wait"
+             : wait_ == WaitKind::kPoll ? ", poll wait"
+             : wait_ == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
+                                        : ", blocking wait");
   }
   return Status::Ok();
 }
@@ -554,6 +562,24 @@ cudaError_t CudaBackend::Wait(Lane* l) const {
   }
   // SYNC POINT: the stream's write of `want` follows (in stream order, behind a system fence)
   // the output copy, so seeing it means the output is in host memory.
+  if (wait_ == WaitKind::kNap) {
+    thread_local bool fine_slack = false;
+    if (!fine_slack) {  // a nap is short: keep the kernel's default 50 us slack off it
+      prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+      fine_slack = true;
+    }
+    const timespec nap{0, static_cast<long>(nap_ns_)};
+    const uint32_t naps_per_query = static_cast<uint32_t>(std::max<int64_t>(1, 1000000 / nap_ns_));
+    uint32_t naps = 0;
+    while (__atomic_load_n(l->flag, __ATOMIC_ACQUIRE) != want) {
+      nanosleep(&nap, nullptr);
+      if (++naps % naps_per_query == 0) {  // about once a millisecond: catch a failed stream
+        e = cudaEventQuery(l->done);
+        if (e != cudaSuccess && e != cudaErrorNotReady) return e;
+      }
+    }
+    return cudaSuccess;
+  }
   uint32_t spins = 0;
   while (__atomic_load_n(l->flag, __ATOMIC_ACQUIRE) != want) {
     CpuRelax();

@@ -15,7 +15,7 @@
 // preemption delay. kappa measures the same delay for a one-block kernel arriving while
 // `spin` (with a given block slice) holds every block slot of the GPU.
 // backend times Backend::Run of the CUDA backend (no server, no IPC) for a one-block
-// vector_add at level 0, per wait mode (BackendOptions::cuda_wait spin|poll|block), alone and while the
+// vector_add at level 0, per wait mode (BackendOptions::cuda_wait spin|poll|block|nap), alone and while the
 // lowest level's best-effort lanes keep running spin; "raw" is the same copy-in, kernel,
 // copy-out and cudaStreamSynchronize without the backend.
 // Results: a table on stdout; raw per-iteration figures in the JSON file.
@@ -511,7 +511,7 @@ int BackendOverhead(const Args& a) {
     cudaHostUnregister(r.base);
   }
 
-  for (const char* mode : {"spin", "poll", "block"}) {
+  for (const char* mode : {"spin", "poll", "block", "nap"}) {
     paam::KernelRegistry registry = paam::KernelRegistry::WithBuiltins();
     paam::BackendOptions o;
     o.kind = "cuda";
