@@ -114,8 +114,9 @@ struct BackendOptions {
 // host memory and the worker spins on it: the fastest, a busy core per running request), "poll"
 // (cudaEventQuery in a loop), "block" (cudaEventSynchronize on a blocking-sync event: the core
 // sleeps, the driver's wake-up and launches are slower) or "nap" / "nap:US" (the word of "spin",
-// looked at between sleeps of US microseconds, default kDefaultNapUs: the core mostly sleeps,
-// completion is seen up to one nap late, the launch path is spin's).
+// spun on for US microseconds, default kDefaultNapUs, then looked at between sleeps of US: a
+// short request completes as under spin, a long one's core mostly sleeps and sees completion up
+// to one nap late; the launch path is spin's).
 struct CudaWait {
   static constexpr int kDefaultNapUs = 50;
   std::string kind = "spin";  // "spin" | "poll" | "block" | "nap"

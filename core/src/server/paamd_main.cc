@@ -34,8 +34,9 @@ Serves accelerator requests from local clients by chain priority.
                          $PAAM_CUDA_WAIT, else spin): spin on a word the stream writes
                          (fastest; a busy core per running request); poll the driver; block
                          in the driver (the core sleeps; wake-up and launches slower); nap or
-                         nap:US, spin's word looked at between sleeps of US us (default 50;
-                         the core mostly sleeps, completion seen up to a nap late)
+                         nap:US, spin for US us (default 50), then look at spin's word between
+                         sleeps of US us (the core mostly sleeps; completion seen up to a nap
+                         late)
   --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);
                          any backend: the dispatcher runs above the top bucket (else nice -20)
   --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)

@@ -84,7 +84,7 @@ enum class WaitKind {
            // (cuStreamWriteValue32) and the worker spins on it without calling the driver
   kPoll,   // "poll": cudaEventQuery in a loop (driver calls while spinning)
   kBlock,  // "block": cudaEventSynchronize on a blocking-sync event (sleeps; slower wake-up)
-  kNap,    // "nap": kFlag's word, looked at between short sleeps (nap_ns_)
+  kNap,    // "nap": kFlag's word, spun on for nap_ns_, then looked at between sleeps of nap_ns_
 };
 
 using WriteValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -567,6 +567,13 @@ cudaError_t CudaBackend::Wait(Lane* l) const {
     if (!fine_slack) {  // a nap is short: keep the kernel's default 50 us slack off it
       prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
       fine_slack = true;
+    }
+    // First spin for one nap's length: a short request completes at spin's speed, and a long
+    // one costs at most that much CPU before its worker sleeps.
+    const uint64_t spin_until = NowNs() + static_cast<uint64_t>(nap_ns_);
+    while (__atomic_load_n(l->flag, __ATOMIC_ACQUIRE) != want) {
+      CpuRelax();
+      if (NowNs() >= spin_until) break;
     }
     const timespec nap{0, static_cast<long>(nap_ns_)};
     const uint32_t naps_per_query = static_cast<uint32_t>(std::max<int64_t>(1, 1000000 / nap_ns_));
