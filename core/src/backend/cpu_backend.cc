@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/realtime.h"
+#include "kernels/preemption.h"
 
 namespace paam {
 
@@ -23,7 +24,8 @@ CpuBackend::CpuBackend(const BackendOptions& options, bool direct)
       device_cpu_(ResolveDeviceCpu(options.device_cpu)),
       realtime_(options.realtime),
       rt_priority_base_(options.rt_priority_base),
-      direct_(direct) {
+      direct_(direct),
+      running_(std::make_unique<std::atomic<int>[]>(static_cast<size_t>(levels_))) {
   CPU_ZERO(&device_set_);
   if (device_cpu_ >= 0) CPU_SET(device_cpu_, &device_set_);
 }
@@ -76,15 +78,45 @@ Status CpuBackend::Run(const KernelCall& call, int level, int /*lane*/, DeviceTi
   const bool pin = direct_ && device_cpu_ >= 0 &&
                    pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0 &&
                    pthread_setaffinity_np(pthread_self(), sizeof(device_set_), &device_set_) == 0;
+  // Less urgent kernels wait at their preemption points while this one runs; this one waits at
+  // its own while a more urgent one runs.
+  Gate gate{this, level};
+  const bool gated = level > 0 && level < levels_;
+  if (gated) SetCpuPreemptionHook(&CpuBackend::PreemptionPoint, &gate);
+  if (level >= 0 && level < levels_) running_[level].fetch_add(1, std::memory_order_acq_rel);
   times->start_ns = NowNs();
   int rc = call.kernel->run_cpu != nullptr ? call.kernel->run_cpu(&args) : PAAM_KERNEL_EFAILED;
   times->end_ns = NowNs();
+  if (level >= 0 && level < levels_) {
+    running_[level].fetch_sub(1, std::memory_order_acq_rel);
+    ended_.fetch_add(1, std::memory_order_acq_rel);
+    ended_.notify_all();
+  }
+  if (gated) SetCpuPreemptionHook(nullptr, nullptr);
   if (pin) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   if (call.kernel->run_cpu == nullptr) {
     return Status(Errc::kUnknownKernel, "kernel '" + call.kernel->name + "' has no CPU implementation");
   }
   if (rc != PAAM_KERNEL_OK) return Status(Errc::kKernelFailed, "kernel '" + call.kernel->name + "' failed");
   return Status::Ok();
+}
+
+bool CpuBackend::MoreUrgentRunning(int level) const {
+  for (int l = 0; l < level; ++l) {
+    if (running_[l].load(std::memory_order_acquire) > 0) return true;
+  }
+  return false;
+}
+
+void CpuBackend::PreemptionPoint(void* gate) {
+  const auto* g = static_cast<const Gate*>(gate);
+  for (;;) {
+    // SYNC POINT: read the count before looking, so that a kernel ending after the look
+    // changes it and the wait returns at once.
+    const uint32_t ended = g->backend->ended_.load(std::memory_order_acquire);
+    if (!g->backend->MoreUrgentRunning(g->level)) return;
+    g->backend->ended_.wait(ended, std::memory_order_acquire);
+  }
 }
 
 }  // namespace paam

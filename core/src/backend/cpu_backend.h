@@ -8,12 +8,19 @@
 // the higher level ~98% of the core under contention. With several levels the lowest
 // (best-effort) one stays at nice 19 even with `realtime`, so best-effort load cannot run the
 // core's real-time budget dry. The lowest level may have several lanes (best-effort concurrency).
+// OS priorities are not the whole story: Linux's fair server (6.12+) runs that nice-19 worker
+// for up to 50 ms a second ahead of the SCHED_FIFO ones. So a long kernel (`spin`) also stops at
+// preemption points (kernels/preemption.h) while a more urgent level runs a kernel, as a GPU
+// switches streams between thread blocks.
 //
 // Thread safety: see backend.h. In direct mode (no server) Run() pins the calling thread to the
 // device core for the duration of the kernel and restores its affinity afterwards.
 #pragma once
 
 #include <sched.h>
+
+#include <atomic>
+#include <memory>
 
 #include "backend/backend.h"
 
@@ -44,6 +51,17 @@ class CpuBackend final : public Backend {
   const int rt_priority_base_;
   const bool direct_;
   cpu_set_t device_set_;
+  // Kernels running per level, and a count of kernels ended (waited on by the preemption points
+  // of less urgent kernels).
+  std::unique_ptr<std::atomic<int>[]> running_;
+  std::atomic<uint32_t> ended_{0};
+
+  struct Gate {  // a running kernel's preemption-point context
+    CpuBackend* backend;
+    int level;
+  };
+  bool MoreUrgentRunning(int level) const;
+  static void PreemptionPoint(void* gate);
 };
 
 }  // namespace paam

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "kernels/preemption.h"
 #include "kernels/registry.h"
 
 namespace paam {
@@ -98,7 +99,8 @@ int RunHistogram(const paam_kernel_args* a) {
 
 // spin: () -> u64 (elapsed ns); params: duration_ns. Occupies the device for the duration.
 // On the CPU it counts the thread's own CPU time, so a spin preempted by a higher bucket
-// still executes for its full duration (as a GPU kernel would).
+// still executes for its full duration (as a GPU kernel would), and it passes a preemption
+// point every kCpuPreemptionSliceNs of that time (kernels/preemption.h).
 int PlanSpin(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
   if (p[0] > 60'000'000'000ull) return Fail(err, len, "duration must be at most 60 s, got %llu ns", p[0]);
   if (in != 0) return Fail(err, len, "spin takes no input, got %llu bytes", in);
@@ -109,7 +111,12 @@ int RunSpin(const paam_kernel_args* a) {
   const uint64_t duration = a->params[0];
   const uint64_t wall0 = NowNs();
   const uint64_t cpu0 = ThreadCpuNs();
-  while (ThreadCpuNs() - cpu0 < duration) {
+  uint64_t next_point = cpu0 + kCpuPreemptionSliceNs;
+  for (uint64_t now = cpu0; now - cpu0 < duration; now = ThreadCpuNs()) {
+    if (now >= next_point) {
+      CpuPreemptionPoint();
+      next_point = ThreadCpuNs() + kCpuPreemptionSliceNs;
+    }
   }
   *static_cast<uint64_t*>(a->output) = NowNs() - wall0;
   return PAAM_KERNEL_OK;
@@ -132,7 +139,19 @@ const paam_kernel kBuiltins[] = {
     {"noop", "(x: u8[any]) -> u8[out_bytes] (untouched); params: out_bytes", PlanNoop, RunNoop, nullptr},
 };
 
+thread_local CpuPreemptionHook tls_hook = nullptr;
+thread_local void* tls_hook_context = nullptr;
+
 }  // namespace
+
+void SetCpuPreemptionHook(CpuPreemptionHook hook, void* context) {
+  tls_hook = hook;
+  tls_hook_context = context;
+}
+
+void CpuPreemptionPoint() {
+  if (tls_hook != nullptr) tls_hook(tls_hook_context);
+}
 
 const paam_kernel* BuiltinKernels(uint32_t* count) {
   *count = static_cast<uint32_t>(sizeof(kBuiltins) / sizeof(kBuiltins[0]));

@@ -1,9 +1,13 @@
 // Kernel results checked against straightforward references, and the plugin C ABI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -142,6 +146,79 @@ TEST(Kernels, SpinOccupiesTheDeviceForItsDuration) {
   auto out = h.Run("spin", {}, {3'000'000});
   ASSERT_TRUE(out.ok());
   EXPECT_GE(As<uint64_t>(*out)[0], 3'000'000u);
+}
+
+// A kernel that holds the device until released: a more urgent level's work in progress.
+std::atomic<bool> g_hold_started{false};
+std::atomic<bool> g_hold_release{false};
+int PlanHold(const uint64_t*, uint64_t, uint64_t* out, char*, size_t) {
+  *out = 0;
+  return PAAM_KERNEL_OK;
+}
+int RunHold(const paam_kernel_args*) {
+  g_hold_started = true;
+  while (!g_hold_release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  return PAAM_KERNEL_OK;
+}
+
+// Runs `name` at `level` on `backend` (no input), on the calling thread.
+Status RunAt(Backend* backend, const KernelRegistry& registry, const char* name, uint64_t param, int level,
+             int lane = 0) {
+  const KernelEntry* k = registry.Find(name);
+  KernelCall call;
+  call.kernel = k;
+  call.params[0] = param;
+  Status st = k->Plan(call.params, 0, &call.output_bytes);
+  if (!st.ok()) return st;
+  std::vector<uint8_t> out(std::max<uint64_t>(call.output_bytes, 8));
+  RegionMemory mem;
+  mem.output = out.data();
+  mem.output_capacity = out.size();
+  call.region = &mem;
+  DeviceTimes t;
+  return backend->Run(call, level, lane, &t);
+}
+
+TEST(Kernels, ALessUrgentSpinWaitsAtItsPreemptionPointsWhileAMoreUrgentKernelRuns) {
+  // No pinning and no OS priorities: the threads run on different cores at once, so only the
+  // preemption points can hold the level-1 spin back (on one core, Linux's fair server would
+  // otherwise run a starved nice-19 best-effort worker ahead of the SCHED_FIFO ones).
+  KernelRegistry registry = KernelRegistry::WithBuiltins();
+  ASSERT_TRUE(registry.Add({"hold", "() -> u8[0]", PlanHold, RunHold, nullptr}).ok());
+  BackendOptions o;
+  o.device_cpu = -2;
+  o.levels = 3;
+  o.best_effort_lanes = 2;
+  auto made = CreateBackend(o, &registry);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Backend* b = made->get();
+  g_hold_started = false;
+  g_hold_release = false;
+  std::thread urgent([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, /*level=*/0).ok()); });
+  while (!g_hold_started.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  std::atomic<int> done{0};
+  std::thread be0([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 0).ok()); ++done; });
+  std::thread be1([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1).ok()); ++done; });
+  std::thread mid([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok()); ++done; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // 75 times their 2 ms
+  EXPECT_EQ(done.load(), 0) << "a 2 ms spin below a running level-0 kernel finished";
+  g_hold_release = true;
+  urgent.join();
+  be0.join();
+  be1.join();
+  mid.join();
+  EXPECT_EQ(done.load(), 3);
+  // A more urgent spin never waits for a less urgent kernel, and lanes of one level not for
+  // each other.
+  g_hold_started = false;
+  g_hold_release = false;
+  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, 2, 0).ok()); });
+  while (!g_hold_started.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 0).ok());
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok());
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1).ok());
+  g_hold_release = true;
+  low.join();
 }
 
 TEST(Kernels, PlanRejectsShapeMismatchWithAMessage) {
