@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,12 @@ class Backend {
   // Runs one kernel on `level`/`lane` and returns when its output is in region->output.
   // Must not allocate on success.
   virtual Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) = 0;
+
+  // How many requests wait in the server's queue of (unit, level), for a backend that
+  // preempts in software (the CPU one parks less urgent kernels while more urgent work waits
+  // or runs). Set once by the server before it serves; without a server (direct mode) unset.
+  using QueueDepth = std::function<uint32_t(int unit, int level)>;
+  virtual void SetQueueDepth(QueueDepth depth) { (void)depth; }
 };
 
 struct BackendOptions {

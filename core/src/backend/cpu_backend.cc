@@ -1,6 +1,7 @@
 #include "backend/cpu_backend.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -108,14 +109,30 @@ bool CpuBackend::MoreUrgentRunning(int level) const {
   return false;
 }
 
+bool CpuBackend::MoreUrgentWaiting(int level) const {
+  if (!depth_) return false;
+  for (int l = 0; l < level; ++l) {
+    if (depth_(0, l) > 0) return true;
+  }
+  return false;
+}
+
 void CpuBackend::PreemptionPoint(void* gate) {
   const auto* g = static_cast<const Gate*>(gate);
   for (;;) {
     // SYNC POINT: read the count before looking, so that a kernel ending after the look
     // changes it and the wait returns at once.
     const uint32_t ended = g->backend->ended_.load(std::memory_order_acquire);
-    if (!g->backend->MoreUrgentRunning(g->level)) return;
-    g->backend->ended_.wait(ended, std::memory_order_acquire);
+    if (g->backend->MoreUrgentRunning(g->level)) {
+      g->backend->ended_.wait(ended, std::memory_order_acquire);
+    } else if (g->backend->MoreUrgentWaiting(g->level)) {
+      // Its worker has yet to take it (it may be waiting for this core): look again shortly.
+      // A request dropped from the queue unrun (its client died) then holds nobody for long.
+      const timespec nap{0, 20'000};
+      nanosleep(&nap, nullptr);
+    } else {
+      return;
+    }
   }
 }
 

@@ -10,8 +10,8 @@
 // core's real-time budget dry. The lowest level may have several lanes (best-effort concurrency).
 // OS priorities are not the whole story: Linux's fair server (6.12+) runs that nice-19 worker
 // for up to 50 ms a second ahead of the SCHED_FIFO ones. So a long kernel (`spin`) also stops at
-// preemption points (kernels/preemption.h) while a more urgent level runs a kernel, as a GPU
-// switches streams between thread blocks.
+// preemption points (kernels/preemption.h) while a more urgent level runs a kernel or has
+// requests waiting in the server's queue, as a GPU switches streams between thread blocks.
 //
 // Thread safety: see backend.h. In direct mode (no server) Run() pins the calling thread to the
 // device core for the duration of the kernel and restores its affinity afterwards.
@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <memory>
+#include <utility>
 
 #include "backend/backend.h"
 
@@ -40,6 +41,7 @@ class CpuBackend final : public Backend {
   Status AttachRegion(RegionMemory* region) override;
   void DetachRegion(RegionMemory*) override {}
   Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
+  void SetQueueDepth(QueueDepth depth) override { depth_ = std::move(depth); }
 
   int device_cpu() const { return device_cpu_; }
 
@@ -60,7 +62,10 @@ class CpuBackend final : public Backend {
     CpuBackend* backend;
     int level;
   };
+  QueueDepth depth_;  // the server's queues (unset in direct mode)
+
   bool MoreUrgentRunning(int level) const;
+  bool MoreUrgentWaiting(int level) const;
   static void PreemptionPoint(void* gate);
 };
 

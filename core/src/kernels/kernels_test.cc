@@ -221,6 +221,26 @@ TEST(Kernels, ALessUrgentSpinWaitsAtItsPreemptionPointsWhileAMoreUrgentKernelRun
   low.join();
 }
 
+TEST(Kernels, ALessUrgentSpinAlsoWaitsWhileMoreUrgentRequestsWaitInTheServersQueue) {
+  KernelRegistry registry = KernelRegistry::WithBuiltins();
+  BackendOptions o;
+  o.device_cpu = -2;
+  o.levels = 2;
+  auto made = CreateBackend(o, &registry);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Backend* b = made->get();
+  std::atomic<uint32_t> waiting_at_0{1};
+  b->SetQueueDepth([&](int unit, int level) { return unit == 0 && level == 0 ? waiting_at_0.load() : 0u; });
+  std::atomic<bool> done{false};
+  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok()); done = true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(done.load()) << "a 2 ms level-1 spin finished while a level-0 request waited";
+  EXPECT_TRUE(RunAt(b, registry, "spin", 1'000'000, 0).ok());  // level 0 itself never waits
+  waiting_at_0 = 0;  // taken (or dropped unrun): the spin goes on without a kernel ending
+  low.join();
+  EXPECT_TRUE(done.load());
+}
+
 TEST(Kernels, PlanRejectsShapeMismatchWithAMessage) {
   Harness h;
   auto out = h.Run("vector_add", std::vector<uint8_t>(12), {2});

@@ -209,6 +209,10 @@ Status Server::Impl::Init() {
   for (int i = 0; i < units_ * buckets_; ++i) {
     queues_.push_back(std::make_unique<BucketQueue>(options_.queue_capacity));
   }
+  backend_->SetQueueDepth([this](int unit, int level) -> uint32_t {
+    if (unit < 0 || unit >= units_ || level < 0 || level >= buckets_) return 0;
+    return queues_[static_cast<size_t>(unit * buckets_ + level)]->size();
+  });
 
   auto listen = ListenUnix(options_.socket_path);
   if (!listen.ok()) return listen.status();
