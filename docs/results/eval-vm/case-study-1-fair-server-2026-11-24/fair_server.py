@@ -1,8 +1,9 @@
 """How often, and for how long, the CPU backend's best-effort worker (paamd-w0.5.0, nice 19)
 ran on the device core (CPU 1) ahead of a runnable SCHED_FIFO bucket worker, from the
 sched_switch events of that core (ftrace, CLOCK_MONOTONIC, t_s from the run's t0), and chain 1's
-latency, in r1 (paamd before the preemption points, code 3133c5d) and r2 (with them, 37e09d4).
-Writes fair_server.txt.
+latency, in r1 (paamd before the preemption points, code 3133c5d), r2 (a spin waits at them while
+a more urgent kernel runs, 37e09d4) and r3 (also while more urgent requests wait in paamd's
+queue, the commit after). Writes fair_server.txt.
 
     python docs/results/eval-vm/case-study-1-fair-server-2026-11-24/fair_server.py
 """
@@ -20,7 +21,7 @@ def pct(v, q):
 
 def main() -> None:
     lines = [__doc__.split("\n\n")[0].replace("\n", " "), ""]
-    for run in ("r1", "r2"):
+    for run in ("r1", "r2", "r3"):
         with lzma.open(HERE / run / "device_core_switches.csv.xz", "rt") as f:
             ev = list(csv.DictReader(f))
         spans, per_s, exits = [], Counter(), Counter()
