@@ -39,7 +39,8 @@ Status CpuBackend::PrepareWorker(int /*unit*/, int level, int /*lane*/, std::str
     // The lowest (best-effort) level stays SCHED_OTHER at nice 19 when there are several: busy
     // best-effort work at SCHED_FIFO would exhaust the kernel's real-time budget and get every
     // real-time thread on the core throttled (measured: the critical chain stalled 27 ms once a
-    // second under sched_rt_runtime_us = 950000). FIFO levels above it still preempt it at once.
+    // second under sched_rt_runtime_us = 950000). FIFO levels above it preempt it, except in the
+    // fair server's 50 ms a second (Linux 6.12+), which Run()'s preemption points cover.
     const bool fifo = realtime_ && (levels_ == 1 || level < levels_ - 1);
     if (fifo) rt_note = SetThisThreadFifo(rt_priority_base_ + rank_from_bottom);
     if (!fifo || !rt_note.empty()) {
