@@ -211,7 +211,7 @@ Status Server::Impl::Init() {
   }
   backend_->SetQueueDepth([this](int unit, int level) -> uint32_t {
     if (unit < 0 || unit >= units_ || level < 0 || level >= buckets_) return 0;
-    return queues_[static_cast<size_t>(unit * buckets_ + level)]->size();
+    return queues_[static_cast<size_t>(unit) * static_cast<size_t>(buckets_) + static_cast<size_t>(level)]->size();
   });
 
   auto listen = ListenUnix(options_.socket_path);
