@@ -47,6 +47,15 @@ def main() -> None:
             f"{exits['S']} times and was preempted {exits['R']}",
             f"    chain1: {len(lat)} instances, p50 {pct(lat, .5):.2f}, p90 {pct(lat, .9):.2f}, "
             f"p99 {pct(lat, .99):.2f}, max {lat[-1]:.2f} ms, {sum(x > 12 for x in lat)} over 12 ms"]
+    lines += ["", "The pair again without the trace (rep-old: paamd at 62a042b, rep-new: at "
+              "b0b94f8, both built without CUDA, 2026-11-24 07:25-07:31 UTC):"]
+    for run in ("rep-old", "rep-new"):
+        with lzma.open(HERE / run / "latency.csv.xz", "rt") as f:
+            lat = sorted(float(r["latency_ms"]) for r in csv.DictReader(f)
+                         if r["chain"] == "chain1")
+        lines.append(f"    {run} chain1: {len(lat)} instances, p50 {pct(lat, .5):.2f}, p90 "
+                     f"{pct(lat, .9):.2f}, p99 {pct(lat, .99):.2f}, max {lat[-1]:.2f} ms, "
+                     f"{sum(x > 12 for x in lat)} over 12 ms")
     (HERE / "fair_server.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
