@@ -126,8 +126,9 @@ struct BackendOptions {
 // to one nap late; the launch path is spin's).
 struct CudaWait {
   static constexpr int kDefaultNapUs = 50;
-  std::string kind = "spin";  // "spin" | "poll" | "block" | "nap"
-  int nap_us = 0;             // "nap" only: 1..10000
+  enum class Kind { kSpin, kPoll, kBlock, kNap };
+  Kind kind = Kind::kSpin;
+  int nap_us = 0;  // kNap only: 1..10000
 };
 // `text`'s wait, or an invalid_argument error that quotes it and names the valid forms.
 Result<CudaWait> ParseCudaWait(std::string_view text);

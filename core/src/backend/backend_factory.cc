@@ -13,24 +13,20 @@ namespace paam {
 
 Result<CudaWait> ParseCudaWait(std::string_view text) {
   CudaWait w;
-  if (text == "spin" || text == "poll" || text == "block") {
-    w.kind = std::string(text);
+  if (text == "spin") return w;
+  if (text == "poll" || text == "block") {
+    w.kind = text == "poll" ? CudaWait::Kind::kPoll : CudaWait::Kind::kBlock;
     return w;
   }
+  w.kind = CudaWait::Kind::kNap;
   if (text == "nap") {
-    w.kind = "nap";
     w.nap_us = CudaWait::kDefaultNapUs;
     return w;
   }
   if (text.substr(0, 4) == "nap:") {
     const std::string_view us = text.substr(4);
-    int v = 0;
-    const auto [end, ec] = std::from_chars(us.data(), us.data() + us.size(), v);
-    if (ec == std::errc() && end == us.data() + us.size() && v >= 1 && v <= 10000) {
-      w.kind = "nap";
-      w.nap_us = v;
-      return w;
-    }
+    const auto [end, ec] = std::from_chars(us.data(), us.data() + us.size(), w.nap_us);
+    if (ec == std::errc() && end == us.data() + us.size() && w.nap_us >= 1 && w.nap_us <= 10000) return w;
   }
   return Status(Errc::kInvalidArgument, "the CUDA wait must be spin, poll, block, nap or nap:US "
                                         "(US = 1..10000 microseconds), got '" + std::string(text) + "'");

@@ -83,16 +83,17 @@ Status CpuBackend::Run(const KernelCall& call, int level, int /*lane*/, DeviceTi
   // Less urgent kernels wait at their preemption points while this one runs; this one waits at
   // its own while a more urgent one runs.
   Gate gate{this, level};
-  const bool gated = level > 0 && level < levels_;
+  const bool counted = level >= 0 && level < levels_;
+  const bool gated = counted && level > 0;  // level 0 waits for nobody
   if (gated) SetCpuPreemptionHook(&CpuBackend::PreemptionPoint, &gate);
-  if (level >= 0 && level < levels_) running_[level].fetch_add(1, std::memory_order_acq_rel);
+  if (counted) running_[level].fetch_add(1, std::memory_order_acq_rel);
   times->start_ns = NowNs();
   int rc = call.kernel->run_cpu != nullptr ? call.kernel->run_cpu(&args) : PAAM_KERNEL_EFAILED;
   times->end_ns = NowNs();
-  if (level >= 0 && level < levels_) {
+  if (counted) {
     running_[level].fetch_sub(1, std::memory_order_acq_rel);
     ended_.fetch_add(1, std::memory_order_acq_rel);
-    ended_.notify_all();
+    ended_.notify_all();  // no syscall unless a preemption point waits
   }
   if (gated) SetCpuPreemptionHook(nullptr, nullptr);
   if (pin) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);

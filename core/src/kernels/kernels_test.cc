@@ -17,18 +17,21 @@ namespace paam {
 namespace {
 
 TEST(BackendOptions, ParseCudaWaitTakesEveryFormAndQuotesABadOne) {
-  for (const char* kind : {"spin", "poll", "block"}) {
-    auto w = ParseCudaWait(kind);
-    ASSERT_TRUE(w.ok()) << kind;
-    EXPECT_EQ(w->kind, kind);
+  const std::pair<const char*, CudaWait::Kind> kinds[] = {
+      {"spin", CudaWait::Kind::kSpin}, {"poll", CudaWait::Kind::kPoll}, {"block", CudaWait::Kind::kBlock}};
+  for (const auto& [text, kind] : kinds) {
+    auto w = ParseCudaWait(text);
+    ASSERT_TRUE(w.ok()) << text;
+    EXPECT_EQ(w->kind, kind) << text;
     EXPECT_EQ(w->nap_us, 0);
   }
   auto nap = ParseCudaWait("nap");
   ASSERT_TRUE(nap.ok());
-  EXPECT_EQ(nap->kind, "nap");
+  EXPECT_EQ(nap->kind, CudaWait::Kind::kNap);
   EXPECT_EQ(nap->nap_us, CudaWait::kDefaultNapUs);
   auto nap200 = ParseCudaWait("nap:200");
   ASSERT_TRUE(nap200.ok());
+  EXPECT_EQ(nap200->kind, CudaWait::Kind::kNap);
   EXPECT_EQ(nap200->nap_us, 200);
   EXPECT_EQ(ParseCudaWait("nap:1")->nap_us, 1);
   EXPECT_EQ(ParseCudaWait("nap:10000")->nap_us, 10000);
@@ -39,6 +42,32 @@ TEST(BackendOptions, ParseCudaWaitTakesEveryFormAndQuotesABadOne) {
     EXPECT_EQ(w.status().code(), Errc::kInvalidArgument);
     EXPECT_NE(w.status().message().find("'" + std::string(bad) + "'"), std::string::npos) << w.status().message();
   }
+}
+
+// Runs `name` on `input` at `level`/`lane` of `backend`, on the calling thread; the output bytes.
+Result<std::vector<uint8_t>> RunKernel(Backend* backend, const KernelRegistry& registry, const std::string& name,
+                                       std::vector<uint8_t> input, std::vector<uint64_t> params, int level = 0,
+                                       int lane = 0) {
+  const KernelEntry* k = registry.Find(name);
+  if (k == nullptr) return Status(Errc::kUnknownKernel, name);
+  KernelCall call;
+  call.kernel = k;
+  for (size_t i = 0; i < params.size(); ++i) call.params[i] = params[i];
+  call.input_bytes = input.size();
+  Status st = k->Plan(call.params, call.input_bytes, &call.output_bytes);
+  if (!st.ok()) return st;
+  std::vector<uint8_t> out(call.output_bytes, 0xAB);
+  RegionMemory mem;
+  mem.input = input.data();
+  mem.input_capacity = input.size();
+  mem.output = out.data();
+  mem.output_capacity = out.size();
+  call.region = &mem;
+  DeviceTimes t;
+  st = backend->Run(call, level, lane, &t);
+  if (!st.ok()) return st;
+  EXPECT_LE(t.start_ns, t.end_ns);
+  return out;
 }
 
 struct Harness {
@@ -53,26 +82,7 @@ struct Harness {
   }
   // Runs `name` on `input` and returns the output bytes.
   Result<std::vector<uint8_t>> Run(const std::string& name, std::vector<uint8_t> input, std::vector<uint64_t> params) {
-    const KernelEntry* k = registry.Find(name);
-    if (k == nullptr) return Status(Errc::kUnknownKernel, name);
-    KernelCall call;
-    call.kernel = k;
-    for (size_t i = 0; i < params.size(); ++i) call.params[i] = params[i];
-    call.input_bytes = input.size();
-    Status st = k->Plan(call.params, call.input_bytes, &call.output_bytes);
-    if (!st.ok()) return st;
-    std::vector<uint8_t> out(call.output_bytes, 0xAB);
-    RegionMemory mem;
-    mem.input = input.data();
-    mem.input_capacity = input.size();
-    mem.output = out.data();
-    mem.output_capacity = out.size();
-    call.region = &mem;
-    DeviceTimes t;
-    st = backend->Run(call, 0, 0, &t);
-    if (!st.ok()) return st;
-    EXPECT_LE(t.start_ns, t.end_ns);
-    return out;
+    return RunKernel(backend.get(), registry, name, std::move(input), std::move(params));
   }
 };
 
@@ -161,22 +171,10 @@ int RunHold(const paam_kernel_args*) {
   return PAAM_KERNEL_OK;
 }
 
-// Runs `name` at `level` on `backend` (no input), on the calling thread.
-Status RunAt(Backend* backend, const KernelRegistry& registry, const char* name, uint64_t param, int level,
-             int lane = 0) {
-  const KernelEntry* k = registry.Find(name);
-  KernelCall call;
-  call.kernel = k;
-  call.params[0] = param;
-  Status st = k->Plan(call.params, 0, &call.output_bytes);
-  if (!st.ok()) return st;
-  std::vector<uint8_t> out(std::max<uint64_t>(call.output_bytes, 8));
-  RegionMemory mem;
-  mem.output = out.data();
-  mem.output_capacity = out.size();
-  call.region = &mem;
-  DeviceTimes t;
-  return backend->Run(call, level, lane, &t);
+// `name` with one parameter and no input at `level`/`lane`: whether it ran.
+bool RunAt(Backend* backend, const KernelRegistry& registry, const char* name, uint64_t param, int level,
+           int lane = 0) {
+  return RunKernel(backend, registry, name, {}, {param}, level, lane).ok();
 }
 
 TEST(Kernels, ALessUrgentSpinWaitsAtItsPreemptionPointsWhileAMoreUrgentKernelRuns) {
@@ -194,12 +192,12 @@ TEST(Kernels, ALessUrgentSpinWaitsAtItsPreemptionPointsWhileAMoreUrgentKernelRun
   Backend* b = made->get();
   g_hold_started = false;
   g_hold_release = false;
-  std::thread urgent([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, /*level=*/0).ok()); });
+  std::thread urgent([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, /*level=*/0)); });
   while (!g_hold_started.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
   std::atomic<int> done{0};
-  std::thread be0([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 0).ok()); ++done; });
-  std::thread be1([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1).ok()); ++done; });
-  std::thread mid([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok()); ++done; });
+  std::thread be0([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 0)); ++done; });
+  std::thread be1([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1)); ++done; });
+  std::thread mid([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1)); ++done; });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // 75 times their 2 ms
   EXPECT_EQ(done.load(), 0) << "a 2 ms spin below a running level-0 kernel finished";
   g_hold_release = true;
@@ -212,11 +210,11 @@ TEST(Kernels, ALessUrgentSpinWaitsAtItsPreemptionPointsWhileAMoreUrgentKernelRun
   // each other.
   g_hold_started = false;
   g_hold_release = false;
-  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, 2, 0).ok()); });
+  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "hold", 0, 2, 0)); });
   while (!g_hold_started.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 0).ok());
-  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok());
-  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1).ok());
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 0));
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1));
+  EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 2, 1));
   g_hold_release = true;
   low.join();
 }
@@ -232,10 +230,10 @@ TEST(Kernels, ALessUrgentSpinAlsoWaitsWhileMoreUrgentRequestsWaitInTheServersQue
   std::atomic<uint32_t> waiting_at_0{1};
   b->SetQueueDepth([&](int unit, int level) { return unit == 0 && level == 0 ? waiting_at_0.load() : 0u; });
   std::atomic<bool> done{false};
-  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1).ok()); done = true; });
+  std::thread low([&] { EXPECT_TRUE(RunAt(b, registry, "spin", 2'000'000, 1)); done = true; });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(done.load()) << "a 2 ms level-1 spin finished while a level-0 request waited";
-  EXPECT_TRUE(RunAt(b, registry, "spin", 1'000'000, 0).ok());  // level 0 itself never waits
+  EXPECT_TRUE(RunAt(b, registry, "spin", 1'000'000, 0));  // level 0 itself never waits
   waiting_at_0 = 0;  // taken (or dropped unrun): the spin goes on without a kernel ending
   low.join();
   EXPECT_TRUE(done.load());

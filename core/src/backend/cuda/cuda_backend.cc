@@ -78,14 +78,10 @@ Result<std::vector<int>> ParseDevices(const std::string& text, int count) {
 }
 
 // How a worker waits for its stream work (BackendOptions::cuda_wait, paamd --cuda-wait, or
-// PAAM_CUDA_WAIT).
-enum class WaitKind {
-  kFlag,   // "spin" (default): the stream writes a sequence number into pinned host memory
-           // (cuStreamWriteValue32) and the worker spins on it without calling the driver
-  kPoll,   // "poll": cudaEventQuery in a loop (driver calls while spinning)
-  kBlock,  // "block": cudaEventSynchronize on a blocking-sync event (sleeps; slower wake-up)
-  kNap,    // "nap": kFlag's word, spun on for nap_ns_, then looked at between sleeps of nap_ns_
-};
+// PAAM_CUDA_WAIT; backend.h's CudaWait says what each does). kSpin: the stream writes a sequence
+// number into pinned host memory (cuStreamWriteValue32) and the worker spins on it without
+// calling the driver; kNap looks at the same word between sleeps of nap_ns_.
+using WaitKind = CudaWait::Kind;
 
 using WriteValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
@@ -186,9 +182,9 @@ class CudaBackend final : public Backend {
   int levels_ = 1;
   static constexpr int kDefaultBestEffortLanes = 4;
   int best_effort_lanes_ = 1;
-  WaitKind wait_ = WaitKind::kFlag;
+  WaitKind wait_ = WaitKind::kSpin;
   int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
-  bool Flagged() const { return wait_ == WaitKind::kFlag || wait_ == WaitKind::kNap; }
+  bool Flagged() const { return wait_ == WaitKind::kSpin || wait_ == WaitKind::kNap; }
   WriteValueFn write_value_ = nullptr;
   std::vector<int> priority_;     // stream priority of each level
   std::vector<int> lane_offset_;  // first lane index of each level
@@ -248,10 +244,7 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
     return Status(Errc::kInvalidArgument,
                   std::string("cuda: ") + (from_env ? "PAAM_CUDA_WAIT: " : "") + wait.status().message());
   }
-  wait_ = wait->kind == "poll"    ? WaitKind::kPoll
-          : wait->kind == "block" ? WaitKind::kBlock
-          : wait->kind == "nap"   ? WaitKind::kNap
-                                  : WaitKind::kFlag;
+  wait_ = wait->kind;
   nap_ns_ = static_cast<int64_t>(wait->nap_us) * 1000;
   if (Flagged()) {
     void* fn = nullptr;
@@ -349,7 +342,7 @@ Status CudaBackend::PrepareWorker(int unit, int level, int lane, std::string* no
   if (note != nullptr) {
     *note = "cuda: GPU " + std::to_string(u.ordinal) + " (" + u.device_name + "), stream priority " +
             std::to_string(priority_[level]) +
-            (wait_ == WaitKind::kFlag   ? ", spin wait"
+            (wait_ == WaitKind::kSpin   ? ", spin wait"
              : wait_ == WaitKind::kPoll ? ", poll wait"
              : wait_ == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
                                         : ", blocking wait");
