@@ -124,6 +124,7 @@ class CudaBackend final : public Backend {
   // One worker's stream and events. Used by one worker at a time (Backend contract).
   struct Lane {
     cudaStream_t stream = nullptr;
+    cudaEvent_t issued = nullptr;  // sleeping waits: recorded first, the host clock's anchor
     cudaEvent_t kernel_begin = nullptr;
     cudaEvent_t kernel_end = nullptr;
     cudaEvent_t done = nullptr;
@@ -185,6 +186,9 @@ class CudaBackend final : public Backend {
   WaitKind wait_ = WaitKind::kSpin;
   int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
   bool Flagged() const { return wait_ == WaitKind::kSpin || wait_ == WaitKind::kNap; }
+  // A sleeping wait (block, nap) sees the completion up to one wake-up late, so Run anchors the
+  // device times to the host clock at the issue instead of at the completion it saw.
+  bool Sleeps() const { return wait_ == WaitKind::kBlock || wait_ == WaitKind::kNap; }
   WriteValueFn write_value_ = nullptr;
   std::vector<int> priority_;     // stream priority of each level
   std::vector<int> lane_offset_;  // first lane index of each level
@@ -197,6 +201,7 @@ CudaBackend::~CudaBackend() {
     DeviceGuard guard(u.ordinal);
     for (Lane& l : u.lanes) {
       if (l.stream != nullptr) cudaStreamSynchronize(l.stream);
+      if (l.issued != nullptr) cudaEventDestroy(l.issued);
       if (l.kernel_begin != nullptr) cudaEventDestroy(l.kernel_begin);
       if (l.kernel_end != nullptr) cudaEventDestroy(l.kernel_end);
       if (l.done != nullptr) cudaEventDestroy(l.done);
@@ -314,7 +319,7 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
         Lane& lane = unit.lanes[lane_offset_[l] + j];
         cudaError_t e = cudaStreamCreateWithPriority(&lane.stream, cudaStreamNonBlocking, priority_[l]);
         if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaStreamCreateWithPriority", e);
-        for (cudaEvent_t* ev : {&lane.kernel_begin, &lane.kernel_end}) {
+        for (cudaEvent_t* ev : {&lane.issued, &lane.kernel_begin, &lane.kernel_end}) {
           e = cudaEventCreateWithFlags(ev, cudaEventDefault);
           if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
         }
@@ -650,7 +655,12 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   cudaStream_t s = l->stream;
   cudaError_t e = cudaSuccess;
-  if (copy && call.input_bytes > 0) {
+  uint64_t issued_ns = 0;
+  if (Sleeps() && times != nullptr) {
+    issued_ns = NowNs();
+    e = cudaEventRecord(l->issued, s);
+  }
+  if (e == cudaSuccess && copy && call.input_bytes > 0) {
     e = cudaMemcpyAsync(d_input, region->input, call.input_bytes, cudaMemcpyHostToDevice, s);
   }
   if (e == cudaSuccess) e = cudaEventRecord(l->kernel_begin, s);
@@ -686,11 +696,26 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
     return Status(Errc::kKernelFailed, "cuda: kernel '" + call.kernel->name + "' returned " + std::to_string(krc));
   }
   if (times != nullptr) {
-    float kernel_ms = 0, tail_ms = 0;
+    // The events give durations on the device; one host time anchors them. The true times
+    // lie between the two anchors' estimates: from the issue (the stream was idle, so
+    // `issued` runs at most the GPU's pick-up delay after issued_ns: early by that) and from
+    // the completion seen (late by however late the wait saw it). A spinning wait sees it
+    // within a microsecond; a sleeping one up to a whole nap or a driver wake-up later, which
+    // the completion anchor would put into the launch (picked -> device_start).
+    const auto ns = [](float ms) { return static_cast<uint64_t>(static_cast<double>(ms) * 1e6); };
+    float kernel_ms = 0;
     cudaEventElapsedTime(&kernel_ms, l->kernel_begin, l->kernel_end);
-    cudaEventElapsedTime(&tail_ms, l->kernel_end, l->done);
-    times->end_ns = seen - static_cast<uint64_t>(static_cast<double>(tail_ms) * 1e6);
-    times->start_ns = times->end_ns - static_cast<uint64_t>(static_cast<double>(kernel_ms) * 1e6);
+    if (issued_ns != 0) {
+      float lead_ms = 0;
+      cudaEventElapsedTime(&lead_ms, l->issued, l->kernel_begin);
+      times->start_ns = std::min(issued_ns + ns(lead_ms), seen);
+      times->end_ns = std::min(times->start_ns + ns(kernel_ms), seen);
+    } else {
+      float tail_ms = 0;
+      cudaEventElapsedTime(&tail_ms, l->kernel_end, l->done);
+      times->end_ns = seen - ns(tail_ms);
+      times->start_ns = times->end_ns - ns(kernel_ms);
+    }
   }
   return Status::Ok();
 }

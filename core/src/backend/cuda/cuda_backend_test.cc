@@ -99,12 +99,13 @@ class CudaBackendTest : public ::testing::Test {
     ASSERT_TRUE(registry_.Add({"cpu_only", "() -> i32[2]", PlanProbe, RunCpuOnly, nullptr}).ok());
   }
 
-  std::unique_ptr<Backend> Make(int levels = 8, int lanes = 2, std::string devices = "") {
+  std::unique_ptr<Backend> Make(int levels = 8, int lanes = 2, std::string devices = "", std::string wait = "") {
     BackendOptions o;
     o.kind = "cuda";
     o.levels = levels;
     o.best_effort_lanes = lanes;
     o.cuda_devices = std::move(devices);
+    o.cuda_wait = std::move(wait);
     auto b = CreateCudaBackend(o, &registry_);
     EXPECT_TRUE(b.ok()) << b.status().ToString();
     return b.ok() ? std::move(b).value() : nullptr;
@@ -323,25 +324,48 @@ TEST_F(CudaBackendTest, BuiltinKernelsMatchTheirCpuVersionsOnRandomData) {
 }
 
 TEST_F(CudaBackendTest, SpinOccupiesTheGpuForItsDurationAndTimesBracketTheKernel) {
-  auto b = Make();
+  for (const char* wait : {"spin", "poll", "block", "nap"}) {
+    SCOPED_TRACE(wait);
+    auto b = Make(8, 2, "", wait);
+    ASSERT_NE(b, nullptr);
+    HostRegion r(0, 8);
+    ASSERT_TRUE(b->AttachRegion(&r.mem).ok());
+    for (uint64_t duration : {uint64_t{2'000'000}, uint64_t{5'000'000}}) {
+      DeviceTimes t;
+      const uint64_t before = NowNs();
+      ASSERT_TRUE(RunOn(b.get(), &r, "spin", {duration}, 0, 0, 0, &t).ok());
+      const uint64_t after = NowNs();
+      const uint64_t gpu_elapsed = r.out<uint64_t>()[0];
+      EXPECT_GE(gpu_elapsed, duration * 99 / 100);
+      EXPECT_LT(gpu_elapsed, duration * 10);
+      EXPECT_GE(after - before, duration * 99 / 100);
+      EXPECT_LE(before, t.start_ns);
+      EXPECT_LE(t.start_ns, t.end_ns);
+      EXPECT_LE(t.end_ns, after);
+      EXPECT_GE(t.end_ns - t.start_ns, duration * 99 / 100);
+    }
+    ASSERT_TRUE(RunOn(b.get(), &r, "spin", {0}, 0, 0).ok());  // zero duration is allowed
+    b->DetachRegion(&r.mem);
+  }
+}
+
+// A sleeping wait sees the completion late; the device times must not carry that lateness
+// into the kernel's start (it would read as a slow launch). With 2 ms naps a 3 ms kernel is
+// seen about 4 ms after the issue, a millisecond after it ended.
+TEST_F(CudaBackendTest, ASleepingWaitsLatenessIsNotCountedAsTheKernels) {
+  auto b = Make(8, 2, "", "nap:2000");
   ASSERT_NE(b, nullptr);
   HostRegion r(0, 8);
   ASSERT_TRUE(b->AttachRegion(&r.mem).ok());
-  for (uint64_t duration : {uint64_t{2'000'000}, uint64_t{5'000'000}}) {
-    DeviceTimes t;
-    const uint64_t before = NowNs();
-    ASSERT_TRUE(RunOn(b.get(), &r, "spin", {duration}, 0, 0, 0, &t).ok());
-    const uint64_t after = NowNs();
-    const uint64_t gpu_elapsed = r.out<uint64_t>()[0];
-    EXPECT_GE(gpu_elapsed, duration * 99 / 100);
-    EXPECT_LT(gpu_elapsed, duration * 10);
-    EXPECT_GE(after - before, duration * 99 / 100);
-    EXPECT_LE(before, t.start_ns);
-    EXPECT_LE(t.start_ns, t.end_ns);
-    EXPECT_LE(t.end_ns, after);
-    EXPECT_GE(t.end_ns - t.start_ns, duration * 99 / 100);
-  }
-  ASSERT_TRUE(RunOn(b.get(), &r, "spin", {0}, 0, 0).ok());  // zero duration is allowed
+  ASSERT_TRUE(RunOn(b.get(), &r, "spin", {0}, 0, 0).ok());  // warm
+  DeviceTimes t;
+  const uint64_t before = NowNs();
+  ASSERT_TRUE(RunOn(b.get(), &r, "spin", {3'000'000}, 0, 0, 0, &t).ok());
+  const uint64_t after = NowNs();
+  EXPECT_GE(after - before, uint64_t{3'900'000}) << "the wait saw the completion before its second nap ended";
+  EXPECT_LE(before, t.start_ns);
+  EXPECT_LT(t.start_ns - before, uint64_t{500'000}) << "the launch absorbed the wait's lateness";
+  EXPECT_GE(after - t.end_ns, uint64_t{500'000});
   b->DetachRegion(&r.mem);
 }
 
