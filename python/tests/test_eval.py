@@ -844,3 +844,20 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
         assert r.returncode == 2 and f"got '{bad}'" in r.stderr and "nap:US" in r.stderr
     assert "--cuda-wait MODE" in subprocess.run(
         [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout
+
+
+def test_machine_line_says_whether_the_kernel_throttles_sched_fifo(tmp_path):
+    from paam.eval import common
+
+    (tmp_path / "sched_rt_period_us").write_text("1000000\n")
+    (tmp_path / "sched_rt_runtime_us").write_text("950000\n")
+    assert common.rt_throttling(tmp_path) == (950000, 1000000)
+    meta = {"cpu": "x", "nproc": 2, "kernel": "6.18", "backend": "cpu", "date": "d",
+            "sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}
+    assert "RT throttling 950000 of 1000000 us" in common.machine_line(meta)
+    (tmp_path / "sched_rt_runtime_us").write_text("-1\n")
+    assert common.rt_throttling(tmp_path) == (-1, 1000000)
+    assert "RT throttling off" in common.machine_line(dict(meta, sched_rt_runtime_us=-1))
+    assert common.rt_throttling(tmp_path / "missing") is None
+    del meta["sched_rt_runtime_us"]
+    assert "throttling" not in common.machine_line(meta)

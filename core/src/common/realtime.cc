@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace paam {
 
@@ -54,6 +55,17 @@ std::string SetThisThreadNice(int nice_value) {
 int OnlineCpus() {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string RtThrottlingNote(const char* runtime_path, const char* period_path) {
+  long long runtime = 0, period = 0;
+  std::ifstream r(runtime_path), p(period_path);
+  if (!(r >> runtime) || runtime < 0) return "";
+  if (!(p >> period) || period <= 0) return "";
+  return "the kernel throttles SCHED_FIFO threads (kernel.sched_rt_runtime_us = " + std::to_string(runtime) +
+         " of every " + std::to_string(period) +
+         " us): a core they keep that busy is taken from them for the rest of the period, whatever "
+         "their priority; `sysctl -w kernel.sched_rt_runtime_us=-1` lifts it (README: \"What the guarantees assume\")";
 }
 
 }  // namespace paam

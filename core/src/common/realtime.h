@@ -17,5 +17,10 @@ std::string SetThisThreadFifo(int priority);
 std::string SetThisThreadNice(int nice_value);
 // Number of online CPUs.
 int OnlineCpus();
+// "" when the kernel lets SCHED_FIFO threads run unthrottled (kernel.sched_rt_runtime_us = -1)
+// or the setting cannot be read; otherwise a note that it throttles them and how to lift it.
+// The paths are the /proc files, replaceable for tests.
+std::string RtThrottlingNote(const char* runtime_path = "/proc/sys/kernel/sched_rt_runtime_us",
+                             const char* period_path = "/proc/sys/kernel/sched_rt_period_us");
 
 }  // namespace paam

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -193,6 +194,21 @@ pid_t ThreadNamed(const std::string& name) {
   return 0;
 }
 
+TEST(Realtime, ThrottlingNoteNamesTheSettingAndIsEmptyWhenLiftedOrUnreadable) {
+  const std::string dir = ::testing::TempDir();
+  const std::string runtime = dir + "/paam_rt_runtime", period = dir + "/paam_rt_period";
+  std::ofstream(period) << "1000000\n";
+  std::ofstream(runtime) << "950000\n";
+  const std::string note = RtThrottlingNote(runtime.c_str(), period.c_str());
+  EXPECT_NE(note.find("950000 of every 1000000 us"), std::string::npos) << note;
+  EXPECT_NE(note.find("sched_rt_runtime_us=-1"), std::string::npos) << note;
+  std::ofstream(runtime) << "-1\n";
+  EXPECT_EQ(RtThrottlingNote(runtime.c_str(), period.c_str()), "");
+  EXPECT_EQ(RtThrottlingNote((dir + "/no_such_file").c_str(), period.c_str()), "");
+  std::remove(runtime.c_str());
+  std::remove(period.c_str());
+}
+
 TEST(Server, DispatcherRunsAtItsRealTimePriorityOrSaysWhyNot) {
   ServerOptions o;
   o.socket_path = TempSocket();
@@ -208,6 +224,14 @@ TEST(Server, DispatcherRunsAtItsRealTimePriorityOrSaysWhyNot) {
     sched_param p{};
     ASSERT_EQ(sched_getparam(tid, &p), 0);
     EXPECT_EQ(p.sched_priority, 7);
+    // Where the kernel throttles SCHED_FIFO threads, the server says so.
+    const std::string throttling = RtThrottlingNote();
+    bool noted = throttling.empty();
+    for (int i = 0; i < 100 && !noted; ++i) {
+      for (const auto& n : (*s)->notes()) noted = noted || n == throttling;
+      if (!noted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(noted) << "no note says that the kernel throttles SCHED_FIFO threads";
   } else {
     // Denied (no CAP_SYS_NICE, container): the server carries on and says so.
     bool noted = false;

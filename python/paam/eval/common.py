@@ -75,12 +75,30 @@ def machine_meta(backend: str = "cpu", argv: Sequence[str] | None = None) -> dic
         meta["loadavg_at_start"] = os.getloadavg()[0]
     except OSError:
         pass
+    throttle = rt_throttling()
+    if throttle is not None:
+        meta["sched_rt_runtime_us"], meta["sched_rt_period_us"] = throttle
     return meta
+
+
+def rt_throttling(proc: Path = Path("/proc/sys/kernel")) -> tuple[int, int] | None:
+    """The kernel's RT throttling (sched_rt_runtime_us, sched_rt_period_us); runtime -1 = off.
+    None where it cannot be read."""
+    try:
+        return (int((proc / "sched_rt_runtime_us").read_text()),
+                int((proc / "sched_rt_period_us").read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def machine_line(meta: dict[str, Any]) -> str:
     gpu = f", GPU {meta['gpu']}" if meta.get("gpu") else ""
-    return (f"{meta['cpu']}, {meta['nproc']} CPUs{gpu}, Linux {meta['kernel']}, "
+    rt = ""
+    if "sched_rt_runtime_us" in meta:
+        runtime = meta["sched_rt_runtime_us"]
+        rt = (", RT throttling off" if runtime < 0 else
+              f", RT throttling {runtime} of {meta['sched_rt_period_us']} us")
+    return (f"{meta['cpu']}, {meta['nproc']} CPUs{gpu}, Linux {meta['kernel']}{rt}, "
             f"{meta['backend']} backend, {meta['date']}")
 
 
