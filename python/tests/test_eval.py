@@ -6,6 +6,7 @@ workload it ran (lower bounds only: timings on a shared CI machine are noisy).
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -163,6 +164,11 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
             # (a best-effort executor gets SCHED_IDLE where SCHED_FIFO is denied)
             assert any(p in note for p in ("SCHED_FIFO", "nice", "SCHED_IDLE")), (method, ex, note)
     assert "PiCAS max/p99" in r.stdout
+    # latency.csv's t_s counts from each method's start, which the summary gives on the
+    # CLOCK_MONOTONIC scale: every instance ended after that start and before now.
+    assert set(data["t0_ns"]) == {"ROS 2", "PiCAS", "PAAM"}
+    assert all(0 < t < time.monotonic_ns() for t in data["t0_ns"].values())
+    assert data["meta"].get("sched_rt_runtime_us") is None or "RT throttling" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
     # What paamd said at start (its poll window, pinning, denied settings) is kept.

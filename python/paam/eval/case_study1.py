@@ -708,6 +708,9 @@ def run(args: argparse.Namespace) -> int:
         "bound_with_ros_cost_ms": {k: _num(v) for k, v in bound_ros.items()},
         "os_priorities": {m: r["rt"] for m, r in results.items()},
         "executor_wait": {e.name: e.wait for e in spec.executors.values()},
+        # each method's start, CLOCK_MONOTONIC ns: latency.csv's t_s counts from it (to line the
+        # instances up with a trace taken meanwhile)
+        "t0_ns": {m: r["t0_ns"] for m, r in results.items()},
         "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
