@@ -94,9 +94,10 @@ class Backend {
   // Must not allocate on success.
   virtual Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) = 0;
 
-  // How many requests wait in the server's queue of (unit, level), for a backend that
-  // preempts in software (the CPU one parks less urgent kernels while more urgent work waits
-  // or runs). Set once by the server before it serves; without a server (direct mode) unset.
+  // How many requests the server holds for (unit, level), queued or taken by a worker and not
+  // yet finished, for a backend that preempts in software (the CPU one parks less urgent
+  // kernels while more urgent work waits or runs). Set once by the server before it serves;
+  // without a server (direct mode) unset.
   using QueueDepth = std::function<uint32_t(int unit, int level)>;
   virtual void SetQueueDepth(QueueDepth depth) { (void)depth; }
 };

@@ -128,8 +128,9 @@ void CpuBackend::PreemptionPoint(void* gate) {
     if (g->backend->MoreUrgentRunning(g->level)) {
       g->backend->ended_.wait(ended, std::memory_order_acquire);
     } else if (g->backend->MoreUrgentWaiting(g->level)) {
-      // Its worker has yet to take it (it may be waiting for this core): look again shortly.
-      // A request dropped from the queue unrun (its client died) then holds nobody for long.
+      // Its worker has yet to take it, or to finish it outside the kernel (it may be waiting
+      // for this core): look again shortly. A request dropped from the queue unrun (its
+      // client died) then holds nobody for long.
       const timespec nap{0, 20'000};
       nanosleep(&nap, nullptr);
     } else {

@@ -87,6 +87,13 @@ class BucketQueue {
 
   uint32_t size() const { return size_.load(std::memory_order_relaxed); }
 
+  // A worker calls this when it has finished an entry it popped.
+  void Done() { in_service_.fetch_sub(1, std::memory_order_release); }
+  // Entries queued or popped and not yet Done(): work this bucket has taken and not finished.
+  uint32_t Pending() const {
+    return size_.load(std::memory_order_acquire) + in_service_.load(std::memory_order_acquire);
+  }
+
  private:
   // std heap is a max-heap on Less: "a is less urgent than b".
   static bool Less(const QueueEntry& a, const QueueEntry& b) {
@@ -98,6 +105,7 @@ class BucketQueue {
     std::pop_heap(heap_.begin(), heap_.end(), Less);
     *out = heap_.back();
     heap_.pop_back();
+    in_service_.fetch_add(1, std::memory_order_acq_rel);  // before size_ drops: never both 0
     size_.store(static_cast<uint32_t>(heap_.size()), std::memory_order_release);
     return true;
   }
@@ -108,6 +116,7 @@ class BucketQueue {
   std::vector<QueueEntry> heap_;  // GUARDED_BY(mu_)
   int sleepers_ = 0;              // GUARDED_BY(mu_)
   std::atomic<uint32_t> size_{0};
+  std::atomic<uint32_t> in_service_{0};
 };
 
 }  // namespace paam

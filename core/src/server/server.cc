@@ -211,7 +211,7 @@ Status Server::Impl::Init() {
   }
   backend_->SetQueueDepth([this](int unit, int level) -> uint32_t {
     if (unit < 0 || unit >= units_ || level < 0 || level >= buckets_) return 0;
-    return queues_[static_cast<size_t>(unit) * static_cast<size_t>(buckets_) + static_cast<size_t>(level)]->size();
+    return queues_[static_cast<size_t>(unit) * static_cast<size_t>(buckets_) + static_cast<size_t>(level)]->Pending();
   });
 
   auto listen = ListenUnix(options_.socket_path);
@@ -482,6 +482,7 @@ void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
   while (!stop_.load(std::memory_order_relaxed)) {
     if (queue.TryPop(&e)) {
       RunEntry(e, bucket, lane);
+      queue.Done();
       last_work = NowNs();
       continue;
     }
@@ -491,6 +492,7 @@ void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
     }
     if (queue.WaitPop(&e, stop_, std::chrono::milliseconds(100))) {
       RunEntry(e, bucket, lane);
+      queue.Done();
     }
     last_work = NowNs();
   }

@@ -24,6 +24,7 @@
 #include "paam/client.h"
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
+#include "server/bucket_queue.h"
 #include "server/server.h"
 #include "shm/layout.h"
 #include "shm/mapping.h"
@@ -192,6 +193,29 @@ pid_t ThreadNamed(const std::string& name) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return 0;
+}
+
+// What the CPU backend's preemption points look at: a bucket's work counts from the push until
+// its worker is done with it, not only while it is queued.
+TEST(BucketQueue, PendingCountsEntriesUntilTheirWorkerIsDone) {
+  BucketQueue q(4);
+  QueueEntry e;
+  EXPECT_EQ(q.Pending(), 0u);
+  ASSERT_TRUE(q.TryPush(e));
+  ASSERT_TRUE(q.TryPush(e));
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.Pending(), 2u);
+  QueueEntry out;
+  ASSERT_TRUE(q.TryPop(&out));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.Pending(), 2u) << "a popped entry is still the bucket's until Done()";
+  q.Done();
+  EXPECT_EQ(q.Pending(), 1u);
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(q.WaitPop(&out, stop, std::chrono::milliseconds(10)));
+  EXPECT_EQ(q.Pending(), 1u);
+  q.Done();
+  EXPECT_EQ(q.Pending(), 0u);
 }
 
 TEST(Realtime, ThrottlingNoteNamesTheSettingAndIsEmptyWhenLiftedOrUnreadable) {
