@@ -31,7 +31,12 @@ RUNS = [(BEFORE, "s4", "S", "spin", "completion"), (BEFORE, "b4", "S", "block", 
         (BEFORE, "n3", "T", "nap", "completion"),
         (HERE, "n1", "U", "nap", "issue"), (HERE, "s1", "U", "spin", "completion"),
         (HERE, "b1", "U", "block", "issue"), (HERE, "s2", "U", "spin", "completion"),
-        (HERE, "n2", "U", "nap", "issue")]
+        (HERE, "n2", "U", "nap", "issue"),
+        (HERE / "V", "s1", "V", "spin", "completion"), (HERE / "V", "n1", "V", "nap", "issue"),
+        (HERE / "V", "n2", "V", "nap", "issue"), (HERE / "V", "s2", "V", "spin", "completion"),
+        (HERE / "V", "s3", "V", "spin", "completion"), (HERE / "V", "n3", "V", "nap", "issue")]
+# back to back on machine V, for the default wait: (spin, nap)
+V_PAIRS = (("s1", "n1"), ("s2", "n2"), ("s3", "n3"))
 CS1 = (("c1n", "nap"), ("c1s", "spin"), ("c1n2", "nap"))
 LAUNCH, KERNEL, DONE = "picked->device_start_us", "device_start->device_end_us", "device_end->completed_us"
 
@@ -56,7 +61,7 @@ def main() -> None:
         r = json.loads((d / run / "summary.json").read_text())["results"]["4ST"]["PAAM"]
         extra = s["total"] - s[KERNEL]
         cell = lambda v: f"{np.percentile(v, 50):6.1f} / {np.percentile(v, 99):6.1f}"  # noqa: E731
-        tag = f"{run}{'*' if d == BEFORE else ''}"
+        tag = f"{'V/' if d.name == 'V' else ''}{run}{'*' if d == BEFORE else ''}"
         lines.append(f"{tag:<10}{machine:<8}{wait:<6}{anchor:<11}{len(s[LAUNCH]):>6}  {cell(s[LAUNCH])}  "
                      f"{cell(s[DONE])}  {cell(extra)}  {r['hot_path_ms']['max']:15.1f}  {r['drops']['total']:5d}"
                      f"  {r['host']['steal_ms_per_s']['mean']:10.0f}")
@@ -64,6 +69,17 @@ def main() -> None:
         by_mode.setdefault(key, []).append((np.percentile(s[LAUNCH], 50), np.percentile(s[DONE], 50),
                                             np.percentile(extra, 50)))
     lines += ["(* = fifteenth session, ../cuda-wait-2026-11-24/)", "",
+              "Machine V, spin against nap back to back: hot path mean / p99 / max ms, drops, "
+              "CPUs busy, steal on the executors' vCPUs ms/s"]
+    for sp, nap in V_PAIRS:
+        cells = []
+        for run in (sp, nap):
+            r = json.loads((HERE / "V" / run / "summary.json").read_text())["results"]["4ST"]["PAAM"]
+            h, hp = r["host"], r["hot_path_ms"]
+            cells.append(f"{run} {hp['mean']:.1f} / {hp['p99']:.1f} / {hp['max']:.1f}, {r['drops']['total']}, "
+                         f"{h['busy_ms_per_s']['mean'] / 1000:.2f}, {h['steal_ms_per_s_executor_cpus']['mean']:.0f}")
+        lines.append("  " + "  |  ".join(cells))
+    lines += ["",
               "Medians of the runs' p50s, us: launch, completion, total - kernel"]
     for key in sorted(by_mode):
         v = np.median(np.array(by_mode[key]), axis=0)
