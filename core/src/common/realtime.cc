@@ -64,8 +64,8 @@ std::string RtThrottlingNote(const char* runtime_path, const char* period_path) 
   if (!(p >> period) || period <= 0) return "";
   return "the kernel throttles SCHED_FIFO threads (kernel.sched_rt_runtime_us = " + std::to_string(runtime) +
          " of every " + std::to_string(period) +
-         " us): a core they keep that busy is taken from them for the rest of the period, whatever "
-         "their priority; `sysctl -w kernel.sched_rt_runtime_us=-1` lifts it (README: \"What the guarantees assume\")";
+         " us): a core they keep that busy is taken from them for the rest of the period, whatever their "
+         "priority; `sysctl -w kernel.sched_rt_runtime_us=-1` lifts it (README: \"What the guarantees assume\")";
 }
 
 }  // namespace paam

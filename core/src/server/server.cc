@@ -272,8 +272,9 @@ Status Server::Impl::Init() {
     }
     if (options_.dispatcher_rt_priority > 0) {
       std::string fifo_note = SetThisThreadFifo(options_.dispatcher_rt_priority);
-      if (fifo_note.empty()) AddNote(RtThrottlingNote());  // paamd runs SCHED_FIFO threads
-      if (!fifo_note.empty()) {
+      if (fifo_note.empty()) {
+        AddNote(RtThrottlingNote());  // paamd runs SCHED_FIFO threads: say if the kernel caps them
+      } else {
         std::string nice_note = SetThisThreadNice(-20);
         AddNote("dispatcher: " + fifo_note + (nice_note.empty() ? "; nice -20 instead" : "; " + nice_note));
       }
