@@ -839,12 +839,13 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
     assert common.cuda_wait_args(args) == [] and common.server_pin_label(args) == "not pinned"
     args = p.parse_args(["--server-cuda-wait", "nap:200", "--backend", "cuda"])
     assert common.cuda_wait_args(args) == ["--cuda-wait", "nap:200"]
-    for bad in ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "Block"):
+    bad_forms = ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "nap:-5", "Block")
+    for bad in bad_forms:
         with pytest.raises(SystemExit):
             p.parse_args(["--server-cuda-wait", bad])
-    # paamd takes the same forms (checked before any GPU is looked for) and refuses any other,
-    # quoting it
-    for bad in ("sleepy", "nap:0"):
+    # paamd takes the same forms (checked before any GPU is looked for) and refuses every one
+    # of these, quoting it: the two checks agree
+    for bad in bad_forms:
         r = subprocess.run([find_paamd(), "--cuda-wait", bad], capture_output=True, text=True,
                            timeout=10)
         assert r.returncode == 2 and f"got '{bad}'" in r.stderr and "nap:US" in r.stderr

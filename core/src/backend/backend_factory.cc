@@ -26,7 +26,10 @@ Result<CudaWait> ParseCudaWait(std::string_view text) {
   if (text.substr(0, 4) == "nap:") {
     const std::string_view us = text.substr(4);
     const auto [end, ec] = std::from_chars(us.data(), us.data() + us.size(), w.nap_us);
-    if (ec == std::errc() && end == us.data() + us.size() && w.nap_us >= 1 && w.nap_us <= 10000) return w;
+    const bool canonical = !us.empty() && us[0] != '0';  // one spelling per value, as paam eval's check
+    if (ec == std::errc() && end == us.data() + us.size() && canonical && w.nap_us >= 1 && w.nap_us <= 10000) {
+      return w;
+    }
   }
   return Status(Errc::kInvalidArgument, "the CUDA wait must be spin, poll, block, nap or nap:US "
                                         "(US = 1..10000 microseconds), got '" + std::string(text) + "'");

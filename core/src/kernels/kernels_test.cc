@@ -35,7 +35,7 @@ TEST(BackendOptions, ParseCudaWaitTakesEveryFormAndQuotesABadOne) {
   EXPECT_EQ(nap200->nap_us, 200);
   EXPECT_EQ(ParseCudaWait("nap:1")->nap_us, 1);
   EXPECT_EQ(ParseCudaWait("nap:10000")->nap_us, 10000);
-  for (const char* bad : {"", "Spin", "sleepy", "nap:", "nap:0", "nap:10001", "nap:-5", "nap:5us", "nap:1.5",
+  for (const char* bad : {"", "Spin", "sleepy", "nap:", "nap:0", "nap:05", "nap:10001", "nap:-5", "nap:5us", "nap:1.5",
                           "nap200", "spin:5"}) {
     auto w = ParseCudaWait(bad);
     ASSERT_FALSE(w.ok()) << "'" << bad << "'";

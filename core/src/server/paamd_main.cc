@@ -33,7 +33,7 @@ Serves accelerator requests from local clients by chain priority.
   --cuda-wait MODE       cuda backend: how a worker waits for its GPU work (default:
                          $PAAM_CUDA_WAIT, else spin): spin on a word the stream writes
                          (fastest; a busy core per running request); poll the driver; block
-                         in the driver (the core sleeps; wake-up and launches slower); nap or
+                         in the driver (the core sleeps; completion seen ~0.1 ms late); nap or
                          nap:US, spin for US us (default 50), then look at spin's word between
                          sleeps of US us (the core mostly sleeps; completion seen up to a nap
                          late)
