@@ -63,6 +63,19 @@ def main() -> None:
     lines += ["", "In all: " + "; ".join(
         f"RT throttling {rt}: {n} instances, {o} over 12 ms, the largest {m / 10:.1f} ms"
         for rt, (n, o, m) in totals.items())]
+    lines += ["", "ab2/: RT throttling lifted, paamd at 93034e8 (o*: the preemption points look at queued "
+              "requests) and at ffd1e02 (n*: also at requests taken and not finished), alternating; "
+              "p99 / max ms, activations skipped"]
+    for run in ("o1", "n1", "o2", "n2"):
+        with lzma.open(HERE / "ab2" / run / "latency.csv.xz", "rt") as f:
+            rows = list(csv.DictReader(f))
+        res = json.loads((HERE / "ab2" / run / "summary.json").read_text())["results"]
+        cells = []
+        for ch in ("chain1", "chain2", "chain3", "be1", "be2"):
+            lat = np.array([float(r["latency_ms"]) for r in rows if r["chain"] == ch])
+            cells.append(f"{ch} {np.percentile(lat, 99):.1f} / {lat.max():.1f}"
+                         + (f", {res[ch]['PAAM']['missed']} skipped" if ch.startswith("be") else ""))
+        lines.append(f"  {run}: " + "; ".join(cells))
     (HERE / "compare.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     ax.set_yscale("log")
