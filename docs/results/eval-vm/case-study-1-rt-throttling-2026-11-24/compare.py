@@ -76,6 +76,15 @@ def main() -> None:
             cells.append(f"{ch} {np.percentile(lat, 99):.1f} / {lat.max():.1f}"
                          + (f", {res[ch]['PAAM']['missed']} skipped" if ch.startswith("be") else ""))
         lines.append(f"  {run}: " + "; ".join(cells))
+    lines += ["", "q4/: 4 buckets instead of 6 (case_study_1_4buckets.yaml: both best-effort chains in the "
+              "lowest, non-SCHED_FIFO bucket), RT throttling at the default, paamd ffd1e02"]
+    for run in ("q1", "q2"):
+        with lzma.open(HERE / "q4" / run / "latency.csv.xz", "rt") as f:
+            lat = np.array([float(r["latency_ms"]) for r in csv.DictReader(f) if r["chain"] == "chain1"])
+        s = json.loads((HERE / "q4" / run / "summary.json").read_text())
+        lines.append(f"  {run}: chain1 p50 {np.percentile(lat, 50):.2f}, p99 {np.percentile(lat, 99):.2f}, "
+                     f"max {lat.max():.2f} ms, {int((lat > 12).sum())} over 12 ms, bound "
+                     f"{s['bound_ms']['chain1']:.1f}, epsilon {s['epsilon_ms']:.3f} ms")
     (HERE / "compare.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     ax.set_yscale("log")
