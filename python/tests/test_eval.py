@@ -169,6 +169,11 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert set(data["t0_ns"]) == {"ROS 2", "PiCAS", "PAAM"}
     assert all(0 < t < time.monotonic_ns() for t in data["t0_ns"].values())
     assert data["meta"].get("sched_rt_runtime_us") is None or "RT throttling" in r.stdout
+    # what the CPU backend's device core is asked for, per bucket: chain1 in bucket 0, be1 in
+    # another, each 2 x 10 ms of segments every 120 ms (times scale alike)
+    demand = data["device_bucket_demand"]["gpu0"]
+    assert demand[0] == pytest.approx(20 / 120) and sum(demand) == pytest.approx(40 / 120)
+    assert "on the device core: buckets 0-" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
     # What paamd said at start (its poll window, pinning, denied settings) is kept.
@@ -868,3 +873,22 @@ def test_machine_line_says_whether_the_kernel_throttles_sched_fifo(tmp_path):
     assert common.rt_throttling(tmp_path / "missing") is None
     del meta["sched_rt_runtime_us"]
     assert "throttling" not in common.machine_line(meta)
+
+
+def test_device_core_line_says_when_the_sched_fifo_buckets_exceed_the_rt_budget():
+    from paam.analysis.bounds import bucket_demand
+    from paam.analysis.model import load_system
+    from paam.eval import case_study1, common
+
+    spec = load_system(case_study1.DEFAULT_SYSTEM)
+    # rule R2 puts be1 (rank 6 of 8) in bucket 4 of 6: the SCHED_FIFO buckets 0-4 then declare
+    # chains 1-6 (85%) and be1 (1/6 of the unit)
+    demand = bucket_demand(spec)["gpu0"]
+    assert len(demand) == 6 and demand[4] == pytest.approx(20 / 120)
+    assert sum(demand[:-1]) == pytest.approx(1.0139, abs=1e-4)
+    throttled = {"sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}
+    line = common.device_core_line(spec, throttled)
+    assert "101.4%" in line and "over the kernel's RT budget (950000 of 1000000 us)" in line
+    lifted = dict(throttled, sched_rt_runtime_us=-1)
+    assert "over the kernel" not in common.device_core_line(spec, lifted)
+    assert "over the kernel" not in common.device_core_line(spec, {})

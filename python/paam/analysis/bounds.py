@@ -128,6 +128,26 @@ def to_core(spec: SystemSpec):
     return system
 
 
+def bucket_demand(spec: SystemSpec) -> dict[str, list[float]]:
+    """Per accelerator, the declared demand of each bucket: the sum of segment WCET / period
+    over the chains the server puts in it (rule R2, the core's ``assign_buckets``), as a
+    fraction of the unit. Best-effort chains count too: they occupy the unit all the same."""
+    try:
+        buckets = _rta().assign_buckets(to_core(spec))
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    out: dict[str, list[float]] = {}
+    for a_index, acc in enumerate(spec.accelerators.values()):
+        demand = [0.0] * acc.buckets
+        for c_index, ch in enumerate(spec.chains):
+            b = buckets[a_index][c_index]
+            if b >= 0:
+                demand[b] += sum(s.wcet for cb in ch.callbacks for s in cb.segments
+                                 if s.accelerator == acc.name) / ch.period
+        out[acc.name] = demand
+    return out
+
+
 def analyze(spec: SystemSpec, *, handling: str = "min", blocking: str = "cpu",
             stop_at_deadline: bool = True) -> Analysis:
     """Bounds of every chain of ``spec``.

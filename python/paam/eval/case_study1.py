@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paam.analysis.bounds import bucket_demand
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
@@ -711,6 +712,7 @@ def run(args: argparse.Namespace) -> int:
         # each method's start, CLOCK_MONOTONIC ns: latency.csv's t_s counts from it (to line the
         # instances up with a trace taken meanwhile)
         "t0_ns": {m: r["t0_ns"] for m, r in results.items()},
+        "device_bucket_demand": bucket_demand(spec) if args.backend == "cpu" else None,
         "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
@@ -799,6 +801,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
                      + f", rclpy cost {costs_in_run['delta_ms']:.3f} ms per callback")
     if server_note:
         lines.append(server_note)
+    if "PAAM" in methods and args.backend == "cpu":
+        lines.append(common.device_core_line(spec, meta))
     if "PAAM" in methods:
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
                      f"{common.server_pin_label(args)}; PAAM executors "

@@ -91,6 +91,25 @@ def rt_throttling(proc: Path = Path("/proc/sys/kernel")) -> tuple[int, int] | No
         return None
 
 
+def device_core_line(spec: Any, meta: dict[str, Any]) -> str:
+    """What the CPU backend's device core is asked for, per bucket (rule R2), and whether its
+    SCHED_FIFO buckets (all but the lowest) ask for more than the kernel's RT budget."""
+    from paam.analysis.bounds import bucket_demand
+
+    parts = []
+    for acc, demand in bucket_demand(spec).items():
+        fifo = sum(demand[:-1]) if len(demand) > 1 else sum(demand)
+        text = (f"{acc} on the device core: buckets 0-{len(demand) - 1} declare "
+                + " / ".join(f"{100 * d:.1f}" for d in demand)
+                + f"% of it; the SCHED_FIFO ones (all but the lowest) {100 * fifo:.1f}%")
+        runtime, period = meta.get("sched_rt_runtime_us"), meta.get("sched_rt_period_us")
+        if runtime is not None and runtime >= 0 and period and fifo > runtime / period:
+            text += (f", over the kernel's RT budget ({runtime} of {period} us): while they are "
+                     "all busy the kernel throttles them (docs/evaluation-log.md, section 1)")
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def machine_line(meta: dict[str, Any]) -> str:
     gpu = f", GPU {meta['gpu']}" if meta.get("gpu") else ""
     rt = ""
