@@ -111,16 +111,20 @@ def test_remote_client_registers_requests_and_gets_results_through_the_bridge(br
 def test_remote_errors_are_the_local_clients_errors(bridge):
     from paam.ros import RemoteClient
 
-    with RemoteClient(priority=3, kernels=["vector_add"], bridge=bridge,
+    with RemoteClient(priority=3, kernels=["vector_add", "spin"], bridge=bridge,
                       connect_timeout_sec=20) as c:
         with pytest.raises(paam.UnknownKernel):
-            c.request("spin", duration_ms=1.0)
+            c.request("matmul", np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
         with pytest.raises(paam.PaamError, match="equal shapes") as info:
             c.request("vector_add", np.ones(3, np.float32), np.ones(4, np.float32))
         assert info.value.code == "invalid_argument"
-        fut = c.submit("vector_add", np.ones(3, np.float32), np.ones(3, np.float32))
+        # Not done yet: no wait. A 300 ms kernel cannot be done yet (a short one's response
+        # may already have come back through the bridge).
+        fut = c.submit("spin", duration_ms=300.0)
         with pytest.raises(paam.PaamTimeout):
-            fut.result(timeout_sec=0)   # not done yet: no wait
+            fut.result(timeout_sec=0)
+        assert fut.result(timeout_sec=10) >= 300.0
+        fut = c.submit("vector_add", np.ones(3, np.float32), np.ones(3, np.float32))
         # Done: the response has arrived (not yet taken); timeout_sec=0 returns it, as
         # paam.Client's result(0) does once done() holds.
         wait_until_ready(c._hub.context, [c._sub], 10)
