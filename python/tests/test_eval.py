@@ -887,8 +887,8 @@ def test_device_core_line_says_when_the_sched_fifo_buckets_exceed_the_rt_budget(
     assert len(demand) == 6 and demand[4] == pytest.approx(20 / 120)
     assert sum(demand[:-1]) == pytest.approx(1.0139, abs=1e-4)
     throttled = {"sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}
-    line = common.device_core_line(spec, throttled)
+    line = common.device_core_line({"gpu0": demand}, throttled)
     assert "101.4%" in line and "over the kernel's RT budget (950000 of 1000000 us)" in line
     lifted = dict(throttled, sched_rt_runtime_us=-1)
-    assert "over the kernel" not in common.device_core_line(spec, lifted)
-    assert "over the kernel" not in common.device_core_line(spec, {})
+    assert "over the kernel" not in common.device_core_line({"gpu0": demand}, lifted)
+    assert "over the kernel" not in common.device_core_line({"gpu0": demand}, {})

@@ -696,6 +696,7 @@ def run(args: argparse.Namespace) -> int:
     gc = {m: gc_report(results[m], top.name if top else None,
                        _num(bound_plain[top.name]) if top else None) for m in methods}
     params = {k: v for k, v in vars(args).items() if k != "func"}
+    demand = bucket_demand(spec) if args.backend == "cpu" else None  # the CPU device core's
     common.write_json(out / "summary.json", {
         "meta": meta, "params": params, "cpu_mapping": mapping, "device_cpu": dev,
         "epsilon_ms": eps, "epsilon_from": eps_from, "epsilon_idle_us": calibration,
@@ -712,11 +713,11 @@ def run(args: argparse.Namespace) -> int:
         # each method's start, CLOCK_MONOTONIC ns: latency.csv's t_s counts from it (to line the
         # instances up with a trace taken meanwhile)
         "t0_ns": {m: r["t0_ns"] for m, r in results.items()},
-        "device_bucket_demand": bucket_demand(spec) if args.backend == "cpu" else None,
+        "device_bucket_demand": demand,
         "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
-                  host, by_steal, gc)
+                  host, by_steal, gc, demand)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
@@ -760,7 +761,7 @@ def latency_by_steal(r: dict, chain: str, bound: float | None) -> dict:
 
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
            results, in_run, server_note, eps_from, measured_in, idle, costs_in_run,
-           host=None, by_steal=None, gc=None) -> str:
+           host=None, by_steal=None, gc=None, demand=None) -> str:
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
@@ -801,8 +802,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
                      + f", rclpy cost {costs_in_run['delta_ms']:.3f} ms per callback")
     if server_note:
         lines.append(server_note)
-    if "PAAM" in methods and args.backend == "cpu":
-        lines.append(common.device_core_line(spec, meta))
+    if "PAAM" in methods and demand:
+        lines.append(common.device_core_line(demand, meta))
     if "PAAM" in methods:
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
                      f"{common.server_pin_label(args)}; PAAM executors "

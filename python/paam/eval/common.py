@@ -91,13 +91,12 @@ def rt_throttling(proc: Path = Path("/proc/sys/kernel")) -> tuple[int, int] | No
         return None
 
 
-def device_core_line(spec: Any, meta: dict[str, Any]) -> str:
-    """What the CPU backend's device core is asked for, per bucket (rule R2), and whether its
-    SCHED_FIFO buckets (all but the lowest) ask for more than the kernel's RT budget."""
-    from paam.analysis.bounds import bucket_demand
-
+def device_core_line(demand_by_unit: dict[str, list[float]], meta: dict[str, Any]) -> str:
+    """What the CPU backend's device core is asked for, per bucket (``demand_by_unit``:
+    paam.analysis.bounds.bucket_demand), and whether its SCHED_FIFO buckets (all but the
+    lowest) ask for more than the kernel's RT budget."""
     parts = []
-    for acc, demand in bucket_demand(spec).items():
+    for acc, demand in demand_by_unit.items():
         fifo = sum(demand[:-1]) if len(demand) > 1 else sum(demand)
         text = (f"{acc} on the device core: buckets 0-{len(demand) - 1} declare "
                 + " / ".join(f"{100 * d:.1f}" for d in demand)
