@@ -180,6 +180,25 @@ def test_case_study_best_effort_chains_cost_the_critical_chains_nothing():
             assert after.chain(b.name).wcrt == pytest.approx(b.wcrt, abs=1e-9), b.name
 
 
+def test_best_effort_buckets_are_the_lowest_ones_without_an_analysed_chain():
+    from paam.analysis.bounds import best_effort_buckets
+
+    data = case_study_data()
+    # rule R2 over eight chains in six buckets: be1 alone in bucket 4, be2 in 5
+    assert best_effort_buckets(parse_system(data)) == {"gpu0": 2}
+    # be1 above chain6: chain6 now shares bucket 4 with nothing best-effort below it but be2
+    by_name = {ch["name"]: ch for ch in data["chains"]}
+    by_name["be1"]["priority"], by_name["chain6"]["priority"] = 3, 2
+    assert best_effort_buckets(parse_system(data)) == {"gpu0": 1}
+    # no best-effort chain at all: every bucket holds an analysed chain
+    data["chains"] = [ch for ch in data["chains"] if not ch.get("best_effort")]
+    assert best_effort_buckets(parse_system(data)) == {"gpu0": 0}
+    # two critical chains in six buckets: ranks 0 and 1 go to buckets 0 and 3, so 4 and 5 hold
+    # no chain at all and count as well
+    data["chains"] = data["chains"][:2]
+    assert best_effort_buckets(parse_system(data)) == {"gpu0": 2}
+
+
 def test_case_study_with_the_paper_authors_inputs_still_misses_chain4():
     # The inputs of the authors' analysis script for Fig. 9 (see docs/analysis.md): epsilon =
     # kappa = 0, and both best-effort chains in the lowest bucket, below chains 3..6 in buckets

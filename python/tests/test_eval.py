@@ -174,6 +174,16 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     demand = data["device_bucket_demand"]["gpu0"]
     assert demand[0] == pytest.approx(20 / 120) and sum(demand) == pytest.approx(40 / 120)
     assert "on the device core: buckets 0-" in r.stdout
+    # rule R2 over two chains of six buckets: chain1 in 0, be1 in 3, the others empty; so the
+    # lowest five hold no analysed chain and paamd keeps them off SCHED_FIFO (--fair-buckets
+    # auto), and each device worker's OS scheduling is read back from /proc
+    assert data["fair_buckets"] == {"gpu0": 5}
+    workers = data["paamd_workers"]
+    assert len(workers) == 6, workers
+    for b in range(1, 6):
+        assert workers[f"paamd-w0.{b}.0"].startswith("nice "), workers
+    assert workers["paamd-w0.5.0"] == "nice 19"
+    assert "paamd's device workers (bucket.lane): 0.0 " in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
     # What paamd said at start (its poll window, pinning, denied settings) is kept.
@@ -892,3 +902,50 @@ def test_device_core_line_says_when_the_sched_fifo_buckets_exceed_the_rt_budget(
     lifted = dict(throttled, sched_rt_runtime_us=-1)
     assert "over the kernel" not in common.device_core_line({"gpu0": demand}, lifted)
     assert "over the kernel" not in common.device_core_line({"gpu0": demand}, {})
+    # be1's bucket and be2's hold only best-effort chains: kept off SCHED_FIFO (paamd
+    # --fair-buckets 2), the SCHED_FIFO buckets declare chains 1-6 alone, inside the budget
+    line = common.device_core_line({"gpu0": demand}, throttled, {"gpu0": 2})
+    assert "the SCHED_FIFO ones (0-3) 84.7%" in line and "over the kernel" not in line
+    assert "(none) 0.0%" in common.device_core_line({"gpu0": demand}, throttled, {"gpu0": 6})
+    assert "(all) 119.6%" in common.device_core_line({"gpu0": demand}, throttled, {"gpu0": 0})
+
+
+def test_case_study_1_keeps_the_best_effort_buckets_off_sched_fifo():
+    import argparse
+
+    from paam.analysis.model import load_system
+    from paam.eval import case_study1
+
+    spec = load_system(case_study1.DEFAULT_SYSTEM)
+    p = argparse.ArgumentParser()
+    case_study1.add_arguments(p)
+    args = p.parse_args([])
+    assert args.fair_buckets == "auto"
+    assert case_study1.fair_buckets(spec, args) == {"gpu0": 2}  # be1's and be2's buckets
+    assert case_study1.fair_buckets(spec, p.parse_args(["--fair-buckets", "1"])) == {"gpu0": 1}
+    assert case_study1.fair_buckets(spec, p.parse_args(["--fair-buckets", "0"])) == {"gpu0": 0}
+    # nothing to choose where no bucket gets SCHED_FIFO or the workers are CUDA's
+    assert case_study1.fair_buckets(spec, p.parse_args(["--rt", "nice"])) is None
+    assert case_study1.fair_buckets(spec, p.parse_args(["--backend", "cuda"])) is None
+    with pytest.raises(SystemExit, match="gpu0 has 6 bucket"):
+        case_study1.fair_buckets(spec, p.parse_args(["--fair-buckets", "7"]))
+    for bad in ("-1", "two", "1.5", ""):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--fair-buckets", bad])
+    # with one bucket there is nothing below the critical chains: auto keeps it SCHED_FIFO,
+    # as paamd does
+    spec.accelerators["gpu0"].buckets = 1
+    assert case_study1.fair_buckets(spec, args) == {"gpu0": 0}
+
+
+def test_paamd_refuses_fair_buckets_it_cannot_apply():
+    from paam.testing import find_paamd
+
+    for argv, said in ((["--buckets", "2", "--fair-buckets", "3"], "more than the 2 bucket"),
+                       (["--backend", "cuda", "--fair-buckets", "1"], "for the cpu backend"),
+                       (["--fair-buckets", "-1"], "0 or more"),
+                       (["--fair-buckets", "x"], "needs an integer")):
+        r = subprocess.run([find_paamd(), *argv], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2 and said in r.stderr, (argv, r.stderr)
+    assert "--fair-buckets N" in subprocess.run(
+        [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout

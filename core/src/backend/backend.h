@@ -110,6 +110,9 @@ struct BackendOptions {
   int best_effort_lanes = 0;
   int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core, -2: none)
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
+  // CPU backend with `realtime`: how many of the lowest levels stay SCHED_OTHER on the nice
+  // ladder (for levels that hold only best-effort chains); -1: 1 with several levels, else 0.
+  int fair_levels = -1;
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
   // CUDA backend: how a worker waits for its stream work (ParseCudaWait's forms; empty:

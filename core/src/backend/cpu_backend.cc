@@ -17,6 +17,11 @@ int ResolveDeviceCpu(int requested) {
   if (requested < -1) return -1;                 // explicitly unpinned
   return std::min(requested, OnlineCpus() - 1);
 }
+
+int ResolveFairLevels(int requested, int levels) {
+  if (requested < 0) return levels > 1 ? 1 : 0;
+  return std::min(requested, levels);
+}
 }  // namespace
 
 CpuBackend::CpuBackend(const BackendOptions& options, bool direct)
@@ -24,6 +29,7 @@ CpuBackend::CpuBackend(const BackendOptions& options, bool direct)
       best_effort_lanes_(std::max(1, options.best_effort_lanes)),
       device_cpu_(ResolveDeviceCpu(options.device_cpu)),
       realtime_(options.realtime),
+      fair_levels_(ResolveFairLevels(options.fair_levels, levels_)),
       rt_priority_base_(options.rt_priority_base),
       direct_(direct),
       running_(std::make_unique<std::atomic<int>[]>(static_cast<size_t>(levels_))) {
@@ -36,12 +42,13 @@ Status CpuBackend::PrepareWorker(int /*unit*/, int level, int /*lane*/, std::str
   if (levels_ > 1 || realtime_) {
     const int rank_from_bottom = levels_ - 1 - level;  // 0 for the lowest level
     std::string rt_note;
-    // The lowest (best-effort) level stays SCHED_OTHER at nice 19 when there are several: busy
-    // best-effort work at SCHED_FIFO would exhaust the kernel's real-time budget and get every
-    // real-time thread on the core throttled (measured: the critical chain stalled 27 ms once a
-    // second under sched_rt_runtime_us = 950000). FIFO levels above it preempt it, except in the
-    // fair server's 50 ms a second (Linux 6.12+), which Run()'s preemption points cover.
-    const bool fifo = realtime_ && (levels_ == 1 || level < levels_ - 1);
+    // The lowest (best-effort) levels stay SCHED_OTHER on the nice ladder (by default the
+    // lowest one when there are several): busy best-effort work at SCHED_FIFO would exhaust the
+    // kernel's real-time budget and get every real-time thread on the core throttled (measured:
+    // the critical chain stalled 27 ms once a second under sched_rt_runtime_us = 950000). FIFO
+    // levels above them preempt them, except in the fair server's 50 ms a second (Linux 6.12+),
+    // which Run()'s preemption points cover.
+    const bool fifo = realtime_ && level < levels_ - fair_levels_;
     if (fifo) rt_note = SetThisThreadFifo(rt_priority_base_ + rank_from_bottom);
     if (!fifo || !rt_note.empty()) {
       // Nice ladder: level 0 keeps nice 0, the lowest level gets 19.

@@ -6,8 +6,10 @@
 // SCHED_FIFO (base + level rank) when `realtime` is set and the OS permits; otherwise a nice
 // ladder (level 0 at nice 0, the lowest at nice 19), which the OS always permits and which gives
 // the higher level ~98% of the core under contention. With several levels the lowest
-// (best-effort) one stays at nice 19 even with `realtime`, so best-effort load cannot run the
-// core's real-time budget dry. The lowest level may have several lanes (best-effort concurrency).
+// (best-effort) one stays on the nice ladder even with `realtime`, so best-effort load cannot run
+// the core's real-time budget dry; BackendOptions::fair_levels keeps more of the lowest levels
+// there (those whose chains are all best-effort). The lowest level may have several lanes
+// (best-effort concurrency).
 // OS priorities are not the whole story: Linux's fair server (6.12+) runs that nice-19 worker
 // for up to 50 ms a second ahead of the SCHED_FIFO ones. So a long kernel (`spin`) also stops at
 // preemption points (kernels/preemption.h) while a more urgent level runs a kernel or has
@@ -35,6 +37,9 @@ class CpuBackend final : public Backend {
   int Levels() const override { return levels_; }
   int Lanes(int level) const override { return levels_ > 1 && level == levels_ - 1 ? best_effort_lanes_ : 1; }
   int ReservedCpu() const override { return device_cpu_; }
+  // The lowest levels that stay on the nice ladder under `realtime` (BackendOptions::fair_levels
+  // resolved and clamped to 0..Levels()).
+  int FairLevels() const { return fair_levels_; }
 
   Status PrepareWorker(int unit, int level, int lane, std::string* note) override;
   // Refuses regions with device buffers (CUDA IPC): the CPU device cannot reach GPU memory.
@@ -50,6 +55,7 @@ class CpuBackend final : public Backend {
   const int best_effort_lanes_;
   const int device_cpu_;  // -1: do not pin
   const bool realtime_;
+  const int fair_levels_;
   const int rt_priority_base_;
   const bool direct_;
   cpu_set_t device_set_;

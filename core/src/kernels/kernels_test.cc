@@ -1,5 +1,8 @@
 // Kernel results checked against straightforward references, and the plugin C ABI.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -7,10 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu_backend.h"
 #include "kernels/registry.h"
 
 namespace paam {
@@ -237,6 +242,66 @@ TEST(Kernels, ALessUrgentSpinAlsoWaitsWhileMoreUrgentRequestsWaitInTheServersQue
   waiting_at_0 = 0;  // taken (or dropped unrun): the spin goes on without a kernel ending
   low.join();
   EXPECT_TRUE(done.load());
+}
+
+// What PrepareWorker gives each level's worker under `realtime`: SCHED_FIFO above the fair
+// levels (or a note saying why not), SCHED_OTHER on the nice ladder for the lowest `fair_levels`.
+struct WorkerSched {
+  int policy = -1;
+  int nice = 0;
+  int fifo_priority = 0;
+  std::string note;
+};
+
+std::vector<WorkerSched> PrepareEveryLevel(int levels, int fair_levels) {
+  BackendOptions o;
+  o.device_cpu = -2;
+  o.levels = levels;
+  o.realtime = true;
+  o.rt_priority_base = 10;
+  o.fair_levels = fair_levels;
+  CpuBackend backend(o, /*direct=*/false);
+  std::vector<WorkerSched> out(static_cast<size_t>(levels));
+  for (int level = 0; level < levels; ++level) {
+    std::thread([&, level] {  // a fresh thread per level: the settings stay with it
+      WorkerSched& w = out[static_cast<size_t>(level)];
+      EXPECT_TRUE(backend.PrepareWorker(0, level, 0, &w.note).ok());
+      w.policy = sched_getscheduler(0);
+      w.nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+      sched_param p{};
+      if (sched_getparam(0, &p) == 0) w.fifo_priority = p.sched_priority;
+    }).join();
+  }
+  return out;
+}
+
+TEST(CpuBackend, TheLowestFairLevelsStayOnTheNiceLadderUnderRealtime) {
+  struct Case {
+    int levels, fair_levels, resolved;
+  };
+  // -1: the default (the lowest level alone when there are several); more than the levels: all.
+  for (const Case c : {Case{4, -1, 1}, Case{4, 2, 2}, Case{4, 0, 0}, Case{4, 9, 4}, Case{1, -1, 0}}) {
+    SCOPED_TRACE("levels " + std::to_string(c.levels) + ", fair_levels " + std::to_string(c.fair_levels));
+    BackendOptions o;
+    o.levels = c.levels;
+    o.fair_levels = c.fair_levels;
+    EXPECT_EQ(CpuBackend(o, false).FairLevels(), c.resolved);
+    const std::vector<WorkerSched> got = PrepareEveryLevel(c.levels, c.fair_levels);
+    for (int level = 0; level < c.levels; ++level) {
+      const WorkerSched& w = got[static_cast<size_t>(level)];
+      const int ladder = c.levels > 1 ? 19 * level / (c.levels - 1) : 0;
+      if (level >= c.levels - c.resolved) {
+        EXPECT_EQ(w.policy, SCHED_OTHER) << "level " << level;
+        EXPECT_EQ(w.nice, ladder) << "level " << level;
+      } else if (w.policy != SCHED_FIFO) {
+        // Denied (no CAP_SYS_NICE, a container): the nice ladder instead, and a note says so.
+        EXPECT_NE(w.note.find("using nice"), std::string::npos) << "level " << level << ": " << w.note;
+        EXPECT_EQ(w.nice, ladder) << "level " << level;
+      } else {
+        EXPECT_EQ(w.fifo_priority, 10 + (c.levels - 1 - level)) << "level " << level;
+      }
+    }
+  }
 }
 
 TEST(Kernels, PlanRejectsShapeMismatchWithAMessage) {

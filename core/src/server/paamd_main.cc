@@ -40,6 +40,10 @@ Serves accelerator requests from local clients by chain priority.
   --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);
                          any backend: the dispatcher runs above the top bucket (else nice -20)
   --rt-priority N        SCHED_FIFO priority of the lowest bucket (default: 80)
+  --fair-buckets N       cpu backend with --rt: the lowest N buckets stay on the nice ladder,
+                         not SCHED_FIFO (default: 1 with several buckets); give the number of
+                         lowest buckets that hold only best-effort chains, so that their load
+                         cannot use up the kernel's SCHED_FIFO budget on the device core
   --dispatcher-priority N  SCHED_FIFO priority of the dispatcher (default: with --rt, one above
                          the top bucket, at most 99; without --rt, 0 = normal scheduling);
                          set it above every client executor that shares its cores
@@ -134,6 +138,9 @@ int main(int argc, char** argv) {
       if (!wait.ok()) Usage("--cuda-wait: " + wait.status().message());
     } else if (a == "--rt") {
       o.backend.realtime = true;
+    } else if (a == "--fair-buckets") {
+      o.backend.fair_levels = static_cast<int>(ParseInt("--fair-buckets", value()));
+      if (o.backend.fair_levels < 0) Usage("--fair-buckets must be 0 or more");
     } else if (a == "--rt-priority") {
       o.backend.rt_priority_base = static_cast<int>(ParseInt("--rt-priority", value()));
     } else if (a == "--dispatcher-priority") {
@@ -169,6 +176,19 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (o.backend.fair_levels >= 0) {
+    if (o.backend.kind != "cpu") {
+      Usage("--fair-buckets is for the cpu backend (its bucket workers' OS priorities); backend is '" +
+            o.backend.kind + "'");
+    }
+    if (o.backend.fair_levels > o.backend.levels) {
+      Usage("--fair-buckets " + std::to_string(o.backend.fair_levels) + " is more than the " +
+            std::to_string(o.backend.levels) + " bucket(s) of --buckets");
+    }
+    if (!o.backend.realtime) {
+      paam::Log("note: --fair-buckets has no effect without --rt (every bucket is on the nice ladder)");
+    }
+  }
   if (dispatcher_priority < 0) {
     dispatcher_priority = o.backend.realtime ? std::min(99, o.backend.rt_priority_base + o.backend.levels) : 0;
   }

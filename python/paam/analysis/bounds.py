@@ -128,14 +128,20 @@ def to_core(spec: SystemSpec):
     return system
 
 
+def _buckets(spec: SystemSpec):
+    """The core's rule-R2 bucket of every chain on every accelerator (-1: the chain does not
+    use it), indexed [accelerator][chain] in the spec's order."""
+    try:
+        return _rta().assign_buckets(to_core(spec))
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+
+
 def bucket_demand(spec: SystemSpec) -> dict[str, list[float]]:
     """Per accelerator, the declared demand of each bucket: the sum of segment WCET / period
     over the chains the server puts in it (rule R2, the core's ``assign_buckets``), as a
     fraction of the unit. Best-effort chains count too: they occupy the unit all the same."""
-    try:
-        buckets = _rta().assign_buckets(to_core(spec))
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
+    buckets = _buckets(spec)
     out: dict[str, list[float]] = {}
     for a_index, acc in enumerate(spec.accelerators.values()):
         demand = [0.0] * acc.buckets
@@ -145,6 +151,21 @@ def bucket_demand(spec: SystemSpec) -> dict[str, list[float]]:
                 demand[b] += sum(s.wcet for cb in ch.callbacks for s in cb.segments
                                  if s.accelerator == acc.name) / ch.period
         out[acc.name] = demand
+    return out
+
+
+def best_effort_buckets(spec: SystemSpec) -> dict[str, int]:
+    """Per accelerator, how many of its lowest buckets hold only best-effort chains (or no
+    chain): the buckets that paamd's CPU backend can keep off SCHED_FIFO (``paamd
+    --fair-buckets``) without touching any analysed chain, so that best-effort load cannot use
+    up the kernel's real-time budget on the device core."""
+    buckets = _buckets(spec)
+    out: dict[str, int] = {}
+    for a_index, acc in enumerate(spec.accelerators.values()):
+        critical = {buckets[a_index][c] for c, ch in enumerate(spec.chains)
+                    if not ch.best_effort and buckets[a_index][c] >= 0}
+        lowest_critical = max(critical, default=-1)
+        out[acc.name] = acc.buckets - 1 - lowest_critical
     return out
 
 

@@ -51,13 +51,41 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.analysis.bounds import bucket_demand
+from paam.analysis.bounds import best_effort_buckets, bucket_demand
+from paam.analysis.model import SystemSpec
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
 METHODS = ("ROS 2", "PiCAS", "PAAM")
 METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
 DEFAULT_SYSTEM = Path(__file__).with_name("case_study_1.yaml")
+
+
+def _fair_buckets_arg(text: str) -> str | int:
+    if text == "auto":
+        return text
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected 'auto' or a number of buckets, got {text!r}")
+
+
+def fair_buckets(spec: SystemSpec, args: argparse.Namespace) -> dict[str, int] | None:
+    """How many of the lowest buckets paamd's CPU backend keeps on its nice ladder (its
+    --fair-buckets), per accelerator; None where that is not chosen (the cuda backend, or --rt
+    nice, where no bucket gets SCHED_FIFO). 'auto': the buckets that hold only best-effort
+    chains, at least the lowest (paamd's own default with several buckets)."""
+    if args.backend != "cpu" or args.rt == "nice":
+        return None
+    out = {}
+    for name, acc in spec.accelerators.items():
+        if args.fair_buckets == "auto":
+            out[name] = max(best_effort_buckets(spec)[name], 1 if acc.buckets > 1 else 0)
+        elif args.fair_buckets > acc.buckets:
+            raise SystemExit(f"--fair-buckets {args.fair_buckets}: {name} has {acc.buckets} "
+                             "bucket(s)")
+        else:
+            out[name] = args.fair_buckets
+    return out
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,6 +102,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "else a nice ladder (auto), SCHED_FIFO only, or the nice ladder only "
                         "(what a machine that denies SCHED_FIFO gets; paamd then runs without "
                         "--rt, its workers on its nice ladder)")
+    p.add_argument("--fair-buckets", default="auto", type=_fair_buckets_arg,
+                   help="cpu backend: how many of the lowest buckets paamd keeps off SCHED_FIFO "
+                        "(its --fair-buckets): auto (default), those that hold only best-effort "
+                        "chains, at least the lowest, so that best-effort load cannot use up "
+                        "the kernel's real-time budget on the device core; or a number")
     p.add_argument("--preemption-ms", type=float, default=None,
                    help="kappa for the bound (default: 0.02 on the cpu backend, 0.13 on cuda, "
                         "docs/gpu.md)")
@@ -570,6 +603,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.wait:
         set_wait(spec, args.wait)
     buckets = next(iter(spec.accelerators.values())).buckets
+    fair = fair_buckets(spec, args)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
     print(f"paam eval case-study-1: {len(spec.chains)} chains on {len(spec.executors)} executor "
@@ -586,6 +620,7 @@ def run(args: argparse.Namespace) -> int:
     calibration = calib_run = None
     server_note = ""
     paamd_said: list[str] = []
+    worker_sched: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp, \
             (common.keep_awake(common.awake_cpus(cpus, server_cpus, args))
              if args.keep_awake else contextlib.nullcontext()):
@@ -599,7 +634,8 @@ def run(args: argparse.Namespace) -> int:
                 rt_args = (([] if args.rt == "nice" else ["--rt"])
                            + common.server_poll_args(
                                args, server_cpus, common.paamd_workers(args.backend, buckets) + 1)
-                           + common.cuda_wait_args(args))
+                           + common.cuda_wait_args(args)
+                           + (["--fair-buckets", str(next(iter(fair.values())))] if fair else []))
                 rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped
                             else common.dispatcher_args(
                                 args, max(e.priority for e in spec.executors.values())))
@@ -608,6 +644,7 @@ def run(args: argparse.Namespace) -> int:
                                   extra_args=rt_args, cpus=server_cpus) as srv:
                     if args.rt == "nice" and not args.server_as_shipped:
                         server_note = raise_server_threads(srv.pid, dev)
+                    worker_sched = common.paamd_worker_sched(srv.pid)
                     calibration = calibrate(srv.socket_path, cpus)
                     if args.calibration > 0:
                         print(f"      calibration run ({args.calibration:g} s) ...", flush=True)
@@ -714,10 +751,12 @@ def run(args: argparse.Namespace) -> int:
         # instances up with a trace taken meanwhile)
         "t0_ns": {m: r["t0_ns"] for m, r in results.items()},
         "device_bucket_demand": demand,
+        "fair_buckets": fair,  # the lowest buckets paamd kept off SCHED_FIFO (cpu backend)
+        "paamd_workers": worker_sched,  # each device worker's OS scheduling, read from /proc
         "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
-                  host, by_steal, gc, demand)
+                  host, by_steal, gc, demand, fair, worker_sched)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
     try:
@@ -761,7 +800,8 @@ def latency_by_steal(r: dict, chain: str, bound: float | None) -> dict:
 
 def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
            results, in_run, server_note, eps_from, measured_in, idle, costs_in_run,
-           host=None, by_steal=None, gc=None, demand=None) -> str:
+           host=None, by_steal=None, gc=None, demand=None, fair=None,
+           worker_sched=None) -> str:
     lines = [f"Case study 1, times x{args.scale:g}, {args.duration:g} s per method; chain "
              f"latency in ms (max / p99; missed = timer expiries skipped)",
              common.machine_line(meta),
@@ -803,7 +843,10 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
     if server_note:
         lines.append(server_note)
     if "PAAM" in methods and demand:
-        lines.append(common.device_core_line(demand, meta))
+        lines.append(common.device_core_line(demand, meta, fair))
+    if "PAAM" in methods and worker_sched:
+        lines.append("paamd's device workers (bucket.lane): " + ", ".join(
+            f"{name.split('.', 1)[-1]} {sched}" for name, sched in worker_sched.items()))
     if "PAAM" in methods:
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
                      f"{common.server_pin_label(args)}; PAAM executors "

@@ -91,16 +91,22 @@ def rt_throttling(proc: Path = Path("/proc/sys/kernel")) -> tuple[int, int] | No
         return None
 
 
-def device_core_line(demand_by_unit: dict[str, list[float]], meta: dict[str, Any]) -> str:
+def device_core_line(demand_by_unit: dict[str, list[float]], meta: dict[str, Any],
+                     fair_by_unit: dict[str, int] | None = None) -> str:
     """What the CPU backend's device core is asked for, per bucket (``demand_by_unit``:
-    paam.analysis.bounds.bucket_demand), and whether its SCHED_FIFO buckets (all but the
-    lowest) ask for more than the kernel's RT budget."""
+    paam.analysis.bounds.bucket_demand), and whether its SCHED_FIFO buckets (all but the lowest
+    ``fair_by_unit`` ones, paamd's --fair-buckets; default paamd's own, all but the lowest) ask
+    for more than the kernel's RT budget."""
     parts = []
     for acc, demand in demand_by_unit.items():
-        fifo = sum(demand[:-1]) if len(demand) > 1 else sum(demand)
-        text = (f"{acc} on the device core: buckets 0-{len(demand) - 1} declare "
+        n = len(demand)
+        fair = (fair_by_unit or {}).get(acc, 1 if n > 1 else 0)
+        fifo = sum(demand[:n - fair])
+        which = ("none" if fair >= n else "all" if fair == 0 else "all but the lowest" if fair == 1
+                 else f"0-{n - fair - 1}" if n - fair > 1 else "0")
+        text = (f"{acc} on the device core: buckets 0-{n - 1} declare "
                 + " / ".join(f"{100 * d:.1f}" for d in demand)
-                + f"% of it; the SCHED_FIFO ones (all but the lowest) {100 * fifo:.1f}%")
+                + f"% of it; the SCHED_FIFO ones ({which}) {100 * fifo:.1f}%")
         runtime, period = meta.get("sched_rt_runtime_us"), meta.get("sched_rt_period_us")
         if runtime is not None and runtime >= 0 and period and fifo > runtime / period:
             text += (f", over the kernel's RT budget ({runtime} of {period} us): while they are "
@@ -408,6 +414,35 @@ def paamd_startup(srv) -> list[str]:
         if "serving on" in line:
             break
     return lines
+
+
+def paamd_worker_sched(pid: int) -> dict[str, str]:
+    """How the OS schedules each of paamd's device workers (threads named
+    ``paamd-w<unit>.<bucket>.<lane>``), by name: "SCHED_FIFO 84" or "nice 19" (SCHED_OTHER)
+    or the policy's name. Empty when paamd's threads cannot be read."""
+    names = {os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR", os.SCHED_OTHER: "nice",
+             os.SCHED_BATCH: "SCHED_BATCH", os.SCHED_IDLE: "SCHED_IDLE"}
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            if not name.startswith("paamd-w"):
+                continue
+            policy = os.sched_getscheduler(int(tid))
+            if policy in (os.SCHED_FIFO, os.SCHED_RR):
+                value = os.sched_getparam(int(tid)).sched_priority
+            else:
+                value = os.getpriority(os.PRIO_PROCESS, int(tid))
+            out[name] = f"{names.get(policy, policy)} {value}"
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+    def key(name: str) -> tuple:
+        return tuple(int(x) if x.isdigit() else -1 for x in name[len("paamd-w"):].split("."))
+    return dict(sorted(out.items(), key=lambda item: key(item[0])))
 
 
 def server_pin_label(args: argparse.Namespace) -> str:
