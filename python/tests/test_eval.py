@@ -4,6 +4,7 @@ These check that each experiment runs end to end and that what it writes is cons
 workload it ran (lower bounds only: timings on a shared CI machine are noisy).
 """
 import json
+import os
 import subprocess
 import sys
 import time
@@ -137,7 +138,7 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
     r = _paam("eval", "case-study-1", "--quick", "--chains", "chain1,be1",
-              "--methods", "ros2,picas,paam", "--out", str(tmp_path))
+              "--methods", "ros2,picas,paam", "--lock-memory", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
     scale, duration = data["params"]["scale"], data["params"]["duration"]
@@ -184,6 +185,17 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         assert workers[f"paamd-w0.{b}.0"].startswith("nice "), workers
     assert workers["paamd-w0.5.0"] == "nice 19"
     assert "paamd's device workers (bucket.lane): 0.0 " in r.stdout
+    # --lock-memory: PiCAS's and PAAM's executors say whether their memory got locked; every
+    # executor's page faults in the measured window are counted
+    for method in ("PiCAS", "PAAM"):
+        note = data["os_priorities"][method]["ex1"]
+        assert "memory locked" in note or "not locked" in note or "mlockall denied" in note, note
+    assert "memory" not in data["os_priorities"]["ROS 2"]["ex1"]
+    for method in ("ROS 2", "PiCAS", "PAAM"):
+        faults = data["page_faults"][method]["minor_major"]
+        assert set(faults) == {"ex1", "be1"} and all(len(v) == 2 and min(v) >= 0
+                                                   for v in faults.values()), faults
+    assert "page faults of the executors in the measured run: ROS 2 " in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
     # What paamd said at start (its poll window, pinning, denied settings) is kept.
@@ -949,3 +961,29 @@ def test_paamd_refuses_fair_buckets_it_cannot_apply():
         assert r.returncode == 2 and said in r.stderr, (argv, r.stderr)
     assert "--fair-buckets N" in subprocess.run(
         [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout
+
+
+def test_lock_memory_locks_where_permitted_and_says_why_not_elsewhere():
+    # in a child process: mlockall(MCL_FUTURE) would stay with the test process
+    code = ("import os, resource; from paam.ros import rt\n"
+            "if os.environ.get('FAKE_LIMIT'):\n"
+            "    os.geteuid = lambda: 1000\n"
+            "    resource.getrlimit = lambda _r: (65536, 65536)\n"
+            "line = rt.lock_memory(); print(line)\n"
+            "print([l for l in open('/proc/self/status') if l.startswith('VmLck')][0])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    line, vmlck = r.stdout.splitlines()[:2]
+    locked_kb = int(vmlck.split()[1])
+    if line.startswith("memory locked"):
+        assert locked_kb > 0, vmlck
+    else:  # a machine that refuses it: said, and nothing locked
+        assert ("mlockall denied" in line or "not locked" in line) and locked_kb == 0, line
+    assert "malloc keeps freed memory" in line
+    # a user under a finite memlock limit: not attempted (a locked process could not grow past
+    # it), and the line says how to allow it
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, FAKE_LIMIT="1"))
+    line, vmlck = r.stdout.splitlines()[:2]
+    assert line.startswith("memory not locked: RLIMIT_MEMLOCK is 64 kB") and "ulimit -l" in line
+    assert int(vmlck.split()[1]) == 0

@@ -45,6 +45,7 @@ import math
 import multiprocessing as mp
 import os
 import random
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -107,6 +108,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(its --fair-buckets): auto (default), those that hold only best-effort "
                         "chains, at least the lowest, so that best-effort load cannot use up "
                         "the kernel's real-time budget on the device core; or a number")
+    p.add_argument("--lock-memory", action="store_true",
+                   help="PiCAS's and PAAM's executors lock their memory after their setup "
+                        "(paam.ros.rt.lock_memory: mlockall where permitted without limit, and "
+                        "malloc keeps what it frees), so that no page fault lands in a callback")
     p.add_argument("--preemption-ms", type=float, default=None,
                    help="kappa for the bound (default: 0.02 on the cpu backend, 0.13 on cuda, "
                         "docs/gpu.md)")
@@ -363,6 +368,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         # or nothing; nice: the ladder (SCHED_IDLE for a best-effort executor) only
         rt_note = str(ex.apply_rt(mode=cfg["rt"]))
     ex.add_node(node)
+    if cfg["lock_memory"] and method != "ros2":  # after the setup: what is mapped now stays
+        rt_note += "; " + common.lock_memory()
 
     # Common start: every executor's timers begin together (synchronous release). Python's
     # collector as --gc says from here on, its pauses recorded.
@@ -370,9 +377,16 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         start = common.synchronous_start(sync, cfg["executor"], timers.values(), 120)
         record_from[0] = start + int(cfg["warmup_s"] * 1e9)
         end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+        faults_from = None
         while time.monotonic_ns() < end:
+            if faults_from is None and time.monotonic_ns() >= record_from[0]:
+                faults_from = resource.getrusage(resource.RUSAGE_SELF)
             ex.spin_once(timeout_sec=0.05)
         stop = time.monotonic_ns()
+        # the process's page faults in the measured window (minor, major)
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        faults = ([ru.ru_minflt - faults_from.ru_minflt, ru.ru_majflt - faults_from.ru_majflt]
+                  if faults_from is not None else [0, 0])
     for t in timers.values():
         t.cancel()
     missed = {}
@@ -387,7 +401,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              stages_ns=np.asarray(stages_ns, dtype=np.int64).reshape(-1, 5),
              missed=np.asarray([missed[c.name] for c in chains]),
              names=np.asarray([c.name for c in chains]), rt_note=np.asarray(rt_note),
-             gc_ns=gc_pauses.array())
+             gc_ns=gc_pauses.array(), faults=np.asarray(faults))
     for c in clients:
         c.close()
     ex.shutdown()
@@ -426,6 +440,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                "best_effort": all(c["best_effort"] for c in chains),
                "chains": chains, "socket": socket, "backend": args.backend, "device_cpu": dev,
                "rt": args.rt, "direct_keeps_priority": args.direct_keeps_priority,
+               "lock_memory": args.lock_memory,
                "topic_prefix": prefix, "warmup_s": warmup,
                "duration_s": duration, "gc": args.gc, "executor_wait": args.executor_wait}
         path = os.path.join(tmp, f"{method}{tag}-{name}.npz")
@@ -446,7 +461,8 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
         # gc_ns: per executor process, its collector's pauses (common.GcPauses.array)
         results = {"latency_ms": {}, "gap_ms": {}, "end_ns": {}, "missed": {}, "rt": {},
                    "body_excess_ms": [], "stages_us": np.zeros((0, 4)), "stage_chain": [],
-                   "t0_ns": int(start_at * 1e9), "gc_ns": {}, "executor_of": {}}
+                   "t0_ns": int(start_at * 1e9), "gc_ns": {}, "executor_of": {},
+                   "faults": {}}
         deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
         for p, path, name in procs:
             common.join_child(p, path, f"{method}: executor {name}",
@@ -461,6 +477,7 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                     results["executor_of"][str(chain)] = name
                 results["rt"][name] = str(z["rt_note"])
                 results["gc_ns"][name] = z["gc_ns"]
+                results["faults"][name] = [int(x) for x in z["faults"]]
                 results["body_excess_ms"].extend(z["body_excess"].tolist())
                 st = z["stages_ns"]
                 results["stages_us"] = np.vstack([results["stages_us"], st[:, 1:] / 1e3])
@@ -753,7 +770,9 @@ def run(args: argparse.Namespace) -> int:
         "device_bucket_demand": demand,
         "fair_buckets": fair,  # the lowest buckets paamd kept off SCHED_FIFO (cpu backend)
         "paamd_workers": worker_sched,  # each device worker's OS scheduling, read from /proc
-        "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc})
+        "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc,
+        # per method and executor: the process's page faults in the measured window
+        "page_faults": {m: {"minor_major": r["faults"]} for m, r in results.items()}})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
                   host, by_steal, gc, demand, fair, worker_sched)
@@ -866,6 +885,7 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         _render_host(lines, spec, methods, host, by_steal or {})
     if gc:
         _render_gc(lines, methods, gc, args.gc)
+    _render_faults(lines, methods, results)
     return "\n".join(lines) + "\n"
 
 
@@ -932,6 +952,20 @@ def _render_gc(lines: list, methods, gc: dict, mode: str) -> None:
                      + (f" ({c['above_bound_during_a_collection']} of the {c['above_bound']} "
                         f"above {common.fmt(c['bound_ms'])})" if "bound_ms" in c else ""))
         lines.append(line)
+
+
+def _render_faults(lines: list, methods, results: dict) -> None:
+    """summary.txt's page-fault line: per method the executors' page faults in the measured
+    window (a fault in a callback is time the analysis does not count)."""
+    parts = []
+    for m in methods:
+        f = results[m].get("faults", {})
+        if f:
+            parts.append(f"{m} {sum(v[0] for v in f.values())} minor / "
+                         f"{sum(v[1] for v in f.values())} major (most in one executor: "
+                         f"{max(v[0] + v[1] for v in f.values())})")
+    if parts:
+        lines.append("page faults of the executors in the measured run: " + "; ".join(parts))
 
 
 def _host_panels(results, methods, chain: str) -> list:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from paam.ros.rt import apply_rt, dds_threads_rt, nice_for  # noqa: F401 - the eval's names
+from paam.ros.rt import apply_rt, dds_threads_rt, lock_memory, nice_for  # noqa: F401 - the eval's names
 
 # -- output -------------------------------------------------------------------------------------
 

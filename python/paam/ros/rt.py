@@ -54,7 +54,7 @@ import threading
 import time
 from typing import Callable, Iterator, Optional
 
-__all__ = ["RtReport", "apply_rt", "dds_threads_rt", "nice_for", "MODES",
+__all__ = ["RtReport", "apply_rt", "dds_threads_rt", "lock_memory", "nice_for", "MODES",
            "NICE_TOP_PRIORITY"]
 
 MODES = ("auto", "fifo", "nice", "none")
@@ -277,6 +277,50 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
         else:
             _logger.log(logging.INFO if report.ok else logging.WARNING, line)
     return report
+
+
+_MCL_CURRENT, _MCL_FUTURE = 1, 2        # mlockall(2)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt(3)
+
+
+def lock_memory() -> str:
+    """Keep the calling process's memory resident, as real-time programs do after their setup;
+    returns one line saying what was applied (never raises).
+
+    * ``mallopt``: glibc keeps the heap memory it frees (no trimming) and serves large blocks
+      from the heap instead of fresh ``mmap`` regions, so that steady-state allocations reuse
+      pages the process already has.
+    * ``mlockall(MCL_CURRENT | MCL_FUTURE)``: every page mapped now and later stays resident
+      (and is faulted in when mapped, not when first touched). Attempted only where the process
+      may lock without limit (root / CAP_IPC_LOCK, or ``ulimit -l unlimited``): under a finite
+      RLIMIT_MEMLOCK a locked process could not grow past it, and allocations would fail.
+
+    Why: a page fault in a callback is time no analysis counts. On the 2-core VM (a Firecracker
+    guest whose free memory goes back to the host) an executor that touched a fresh page could
+    stall for tens of ms (docs/evaluation-log.md, case study 1, seventeenth session). Call it
+    after the imports and the nodes are set up: what is mapped then gets locked.
+    """
+    import ctypes
+    import resource
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError as err:
+        return f"memory not locked ({err})"
+    notes = []
+    kept = hasattr(libc, "mallopt") and (libc.mallopt(_M_TRIM_THRESHOLD, -1) == 1
+                                         and libc.mallopt(_M_MMAP_MAX, 0) == 1)
+    notes.append("malloc keeps freed memory" if kept else "malloc settings not applied (not glibc)")
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if os.geteuid() != 0 and soft != resource.RLIM_INFINITY:
+        notes.insert(0, f"memory not locked: RLIMIT_MEMLOCK is {soft // 1024} kB (a locked "
+                        "process could not grow past it); `ulimit -l unlimited` or "
+                        "CAP_IPC_LOCK allows it")
+    elif libc.mlockall(_MCL_CURRENT | _MCL_FUTURE) != 0:
+        err = ctypes.get_errno()
+        notes.insert(0, f"mlockall denied ({errno.errorcode.get(err, err)}: {os.strerror(err)})")
+    else:
+        notes.insert(0, "memory locked (mlockall, current and future)")
+    return "; ".join(notes)
 
 
 #: Fast DDS's sender threads (``dds.asyn.<participant>.<n>``): left at SCHED_OTHER by
