@@ -445,7 +445,12 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                "duration_s": duration, "gc": args.gc, "executor_wait": args.executor_wait}
         path = os.path.join(tmp, f"{method}{tag}-{name}.npz")
         p = ctx.Process(target=executor_main, args=(cfg, path, sync))
-        p.start()
+        # --lock-memory: Python's small objects through malloc, which then keeps what it frees
+        # (paam.ros.rt.lock_memory), instead of pymalloc's arenas, which Python unmaps when
+        # they empty and maps afresh: a fresh page, a fault
+        with common.environ({"PYTHONMALLOC": "malloc"} if cfg["lock_memory"]
+                            and method != "ros2" else {}):
+            p.start()
         procs.append((p, path, name))
     for _ in procs:  # every executor set up (nodes, clients, registrations)
         try:

@@ -416,6 +416,22 @@ def paamd_startup(srv) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
+def environ(values: dict[str, str]):
+    """``os.environ`` with ``values`` set inside the block (for the processes started there),
+    restored after it."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def paamd_worker_sched(pid: int) -> dict[str, str]:
     """How the OS schedules each of paamd's device workers (threads named
     ``paamd-w<unit>.<bucket>.<lane>``), by name: "SCHED_FIFO 84" or "nice 19" (SCHED_OTHER)

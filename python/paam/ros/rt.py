@@ -290,6 +290,9 @@ def lock_memory() -> str:
     * ``mallopt``: glibc keeps the heap memory it frees (no trimming) and serves large blocks
       from the heap instead of fresh ``mmap`` regions, so that steady-state allocations reuse
       pages the process already has.
+    * Python's own allocator (pymalloc) unmaps an arena once it empties and maps a fresh one
+      later, whatever the above: start the process with ``PYTHONMALLOC=malloc`` to route
+      Python's small objects through malloc too (the line says whether it was).
     * ``mlockall(MCL_CURRENT | MCL_FUTURE)``: every page mapped now and later stays resident
       (and is faulted in when mapped, not when first touched). Attempted only where the process
       may lock without limit (root / CAP_IPC_LOCK, or ``ulimit -l unlimited``): under a finite
@@ -310,6 +313,11 @@ def lock_memory() -> str:
     kept = hasattr(libc, "mallopt") and (libc.mallopt(_M_TRIM_THRESHOLD, -1) == 1
                                          and libc.mallopt(_M_MMAP_MAX, 0) == 1)
     notes.append("malloc keeps freed memory" if kept else "malloc settings not applied (not glibc)")
+    if os.environ.get("PYTHONMALLOC", "").startswith("malloc"):
+        notes.append("Python's objects through malloc (PYTHONMALLOC)")
+    else:
+        notes.append("Python's pymalloc arenas still come and go (start the process with "
+                     "PYTHONMALLOC=malloc to keep them)")
     soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     if os.geteuid() != 0 and soft != resource.RLIM_INFINITY:
         notes.insert(0, f"memory not locked: RLIMIT_MEMLOCK is {soft // 1024} kB (a locked "
