@@ -298,10 +298,11 @@ def lock_memory() -> str:
       may lock without limit (root / CAP_IPC_LOCK, or ``ulimit -l unlimited``): under a finite
       RLIMIT_MEMLOCK a locked process could not grow past it, and allocations would fail.
 
-    Why: a page fault in a callback is time no analysis counts. On the 2-core VM (a Firecracker
-    guest whose free memory goes back to the host) an executor that touched a fresh page could
-    stall for tens of ms (docs/evaluation-log.md, case study 1, seventeenth session). Call it
-    after the imports and the nodes are set up: what is mapped then gets locked.
+    Why: a page fault in a callback is time no analysis counts. Measured on the 2-core VM (case
+    study 1, 2026-11-24): with PYTHONMALLOC=malloc the executors took about 730 instead of
+    1 760 page faults in 90 s, and chain 1's tail did not change (its stalls there were the
+    host pausing the whole guest; docs/evaluation-log.md). Call it after the imports and the
+    nodes are set up: what is mapped then gets locked.
     """
     import ctypes
     import resource

@@ -4,6 +4,10 @@ default (--fair-buckets 1: be1's bucket SCHED_FIFO; o1, o2, o3), alternating, th
 throttling at its default (950000 of 1000000 us), seventeenth session, 2026-11-24. PAAM only,
 90 s per run, no calibration run (each run's bound takes epsilon from the run itself).
 
+Then --lock-memory (l1-l3 against n1-n3, alternating, 10:57-11:07 UTC; m1-m3 with
+--lock-memory also routing Python's objects through malloc, 11:07-11:12 UTC), all at
+--fair-buckets 2; and pause_idle.json (pauseprobe.py on the idle VM).
+
 Reads each run's latency.csv.xz, stages_chain1.csv.xz and summary.json; writes compare.txt and
 fig_fair_buckets.png.
 
@@ -78,6 +82,25 @@ def main() -> None:
     lines += ["", "In all: " + "; ".join(
         f"{key}: {n} instances, {o} over 12 ms in {e} episodes, the largest {m:.1f} ms"
         for key, (n, o, e, m) in totals.items())]
+    lines += ["", "--lock-memory (all at --fair-buckets 2); faults: the executors' minor page faults in "
+              "the measured 90 s", "",
+              f"{'run':<5}{'lock':<22}{'p99':>7}{'max':>7}{'> 12 ms':>9}{'episodes':>10}{'missed':>8}"
+              f"{'faults':>8}"]
+    for run, lock in (("l1", "mlockall+malloc"), ("n1", "no"), ("l2", "mlockall+malloc"), ("n2", "no"),
+                      ("l3", "mlockall+malloc"), ("n3", "no"), ("m1", "+ PYTHONMALLOC=malloc"),
+                      ("m2", "+ PYTHONMALLOC=malloc"), ("m3", "+ PYTHONMALLOC=malloc")):
+        s = json.loads((HERE / run / "summary.json").read_text())
+        c1 = np.array([(float(r["latency_ms"]), float(r["t_s"])) for r in rows(run, "latency.csv.xz")
+                       if r["chain"] == "chain1"])
+        lat, t = c1[:, 0], c1[:, 1]
+        slow = lat > 12
+        faults = sum(v[0] for v in s["page_faults"]["PAAM"]["minor_major"].values())
+        lines.append(f"{run:<5}{lock:<22}{np.percentile(lat, 99):7.2f}{lat.max():7.1f}{int(slow.sum()):>9}"
+                     f"{episodes(t[slow]):>10}{s['results']['chain1']['PAAM']['missed']:>8}{faults:>8}")
+    pause = json.loads((HERE / "pause_idle.json").read_text())
+    lines += ["", "pause_idle.json: the idle VM, 180 s, a SCHED_FIFO thread per CPU sleeping 1 ms at a "
+              "time; wake-ups more than 5 ms late (s into the probe, ms late):"]
+    lines += [f"  CPU {cpu}: {late}" for cpu, late in pause.items()]
     (HERE / "compare.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     ax.set_yscale("log")
