@@ -78,9 +78,10 @@ def fair_buckets(spec: SystemSpec, args: argparse.Namespace) -> dict[str, int] |
     if args.backend != "cpu" or args.rt == "nice":
         return None
     out = {}
+    best_effort = best_effort_buckets(spec) if args.fair_buckets == "auto" else {}
     for name, acc in spec.accelerators.items():
         if args.fair_buckets == "auto":
-            out[name] = max(best_effort_buckets(spec)[name], 1 if acc.buckets > 1 else 0)
+            out[name] = max(best_effort[name], 1 if acc.buckets > 1 else 0)
         elif args.fair_buckets > acc.buckets:
             raise SystemExit(f"--fair-buckets {args.fair_buckets}: {name} has {acc.buckets} "
                              "bucket(s)")

@@ -456,9 +456,9 @@ def paamd_worker_sched(pid: int) -> dict[str, str]:
             out[name] = f"{names.get(policy, policy)} {value}"
         except (OSError, ValueError):
             continue  # the thread ended meanwhile
-    def key(name: str) -> tuple:
-        return tuple(int(x) if x.isdigit() else -1 for x in name[len("paamd-w"):].split("."))
-    return dict(sorted(out.items(), key=lambda item: key(item[0])))
+    # by (unit, bucket, lane) as numbers: w0.10.0 after w0.9.0
+    return dict(sorted(out.items(), key=lambda item: [
+        int(x) if x.isdigit() else -1 for x in item[0][len("paamd-w"):].split(".")]))
 
 
 def server_pin_label(args: argparse.Namespace) -> str:
