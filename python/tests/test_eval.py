@@ -191,6 +191,9 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         note = data["os_priorities"][method]["ex1"]
         assert "memory locked" in note or "not locked" in note or "mlockall denied" in note, note
     assert "memory" not in data["os_priorities"]["ROS 2"]["ex1"]
+    # and so does paamd (its --lock-memory), among what it said at start
+    assert any("memory locked" in line or "not locked" in line or "mlockall denied" in line
+               for line in data["paamd_startup"]), data["paamd_startup"]
     for method in ("ROS 2", "PiCAS", "PAAM"):
         faults = data["page_faults"][method]["minor_major"]
         assert set(faults) == {"ex1", "be1"} and all(len(v) == 2 and min(v) >= 0

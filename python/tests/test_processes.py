@@ -199,3 +199,29 @@ def test_thread_cpus_pin_the_dispatcher_and_workers_and_bad_lists_are_refused():
     for bad in ("0,,1", "-1", "one", "0,"):
         with pytest.raises(paam.PaamError, match="--thread-cpus needs CPU numbers"):
             paam.testing.start_server(device_cpu=-2, extra_args=["--thread-cpus", bad])
+
+
+def test_lock_memory_keeps_paamd_resident_where_permitted_and_says_why_not_elsewhere():
+    with paam.testing.start_server(buckets=2, extra_args=["--lock-memory"]) as srv:
+        with paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path) as c:
+            assert c.request("spin", duration_ms=1) >= 1.0  # it serves as before
+        # paamd accepts clients a moment before it locks and says so ("serving on" comes last)
+        deadline = time.monotonic() + 10
+        while "serving on" not in srv.log() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        said = [line for line in srv.log().splitlines() if "memory" in line and "lock" in line]
+        assert len(said) == 1, srv.log()
+        with open(f"/proc/{srv.pid}/status") as f:
+            locked_kb = int(next(line for line in f if line.startswith("VmLck")).split()[1])
+    if "memory locked (mlockall" in said[0]:
+        assert locked_kb > 0, said
+    else:  # refused here (a finite memlock limit without root, or a container): said, carried on
+        assert ("not locked" in said[0] or "denied" in said[0]) and locked_kb == 0, said
+    assert "malloc keeps freed memory" in said[0]
+    # without the option, nothing is locked
+    with paam.testing.start_server() as srv:
+        with open(f"/proc/{srv.pid}/status") as f:
+            assert int(next(line for line in f if line.startswith("VmLck")).split()[1]) == 0
+    help_text = subprocess.run([paam.testing.find_paamd(), "--help"], capture_output=True,
+                               text=True, timeout=10).stdout
+    assert "--lock-memory" in help_text

@@ -1,7 +1,9 @@
 #include "common/realtime.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,6 +68,23 @@ std::string RtThrottlingNote(const char* runtime_path, const char* period_path) 
          " of every " + std::to_string(period) +
          " us): a core they keep that busy is taken from them for the rest of the period, whatever their "
          "priority; `sysctl -w kernel.sched_rt_runtime_us=-1` lifts it (README: \"What the guarantees assume\")";
+}
+
+std::string LockMemory() {
+  const bool kept = mallopt(M_TRIM_THRESHOLD, -1) == 1 && mallopt(M_MMAP_MAX, 0) == 1;
+  const std::string malloc_note = kept ? "malloc keeps freed memory" : "malloc settings not applied";
+  rlimit limit{};
+  const bool unlimited = getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY;
+  if (geteuid() != 0 && !unlimited) {
+    return "memory not locked: RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur / 1024) +
+           " kB (a locked process could not grow past it); `ulimit -l unlimited` or CAP_IPC_LOCK "
+           "allows it; " +
+           malloc_note;
+  }
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    return std::string("mlockall denied (") + std::strerror(errno) + "); " + malloc_note;
+  }
+  return "memory locked (mlockall, current and future); " + malloc_note;
 }
 
 }  // namespace paam

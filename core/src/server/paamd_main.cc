@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "common/log.h"
+#include "common/realtime.h"
 #include "server/server.h"
 
 namespace {
@@ -47,6 +48,10 @@ Serves accelerator requests from local clients by chain priority.
   --dispatcher-priority N  SCHED_FIFO priority of the dispatcher (default: with --rt, one above
                          the top bucket, at most 99; without --rt, 0 = normal scheduling);
                          set it above every client executor that shares its cores
+  --lock-memory          once started, keep paamd's memory resident: mlockall where the
+                         process may lock without limit (root, CAP_IPC_LOCK or `ulimit -l
+                         unlimited`; else it says why not and carries on), and malloc keeps
+                         what it frees, so that no page fault lands on a request's path
   --plugin PATH          load user kernels from a shared library (repeatable)
   --admission none|analysis   admission control (default: none = admit all, and say so)
   --overhead-ms X        epsilon for the analysis (default: 0.05)
@@ -109,6 +114,7 @@ std::vector<int> ParseCpuList(const char* flag, const char* v) {
 int main(int argc, char** argv) {
   paam::ServerOptions o;
   int dispatcher_priority = -1;  // -1: the default, which depends on --rt
+  bool lock_memory = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto value = [&]() -> const char* {
@@ -146,6 +152,8 @@ int main(int argc, char** argv) {
     } else if (a == "--dispatcher-priority") {
       dispatcher_priority = static_cast<int>(ParseInt("--dispatcher-priority", value()));
       if (dispatcher_priority < 0 || dispatcher_priority > 99) Usage("--dispatcher-priority must be 0..99");
+    } else if (a == "--lock-memory") {
+      lock_memory = true;
     } else if (a == "--plugin") {
       o.plugins.emplace_back(value());
     } else if (a == "--admission") {
@@ -206,6 +214,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "paamd: cannot start: %s\n", server.status().ToString().c_str());
     return 1;
   }
+  // After the start: the backend's context, the shared memory and every thread's stack are
+  // mapped by now, and get locked with the rest.
+  if (lock_memory) paam::Log("%s", paam::LockMemory().c_str());
   const uint64_t poll_ns = (*server)->poll_ns();
   const std::string poll = poll_ns == paam::ServerOptions::kPollAlways
                                ? std::string("always (threads never sleep)")

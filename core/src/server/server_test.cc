@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -231,6 +233,62 @@ TEST(Realtime, ThrottlingNoteNamesTheSettingAndIsEmptyWhenLiftedOrUnreadable) {
   EXPECT_EQ(RtThrottlingNote((dir + "/no_such_file").c_str(), period.c_str()), "");
   std::remove(runtime.c_str());
   std::remove(period.c_str());
+}
+
+// In a child process (mlockall's MCL_FUTURE would stay with the test binary): what
+// LockMemory says, and the VmLck the kernel reports after it. mode 1 first lowers the memlock
+// limit to 64 kB and, as root, gives up root (a user under a finite limit).
+static std::pair<std::string, long> LockMemoryInChild(int mode) {
+  int out[2];
+  if (pipe(out) != 0) return {"pipe failed", -1};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(out[0]);
+    if (mode == 1) {
+      rlimit small{64 * 1024, 64 * 1024};
+      if (setrlimit(RLIMIT_MEMLOCK, &small) != 0) _exit(3);
+      if (geteuid() == 0 && setresuid(65534, 65534, 65534) != 0) _exit(4);
+    }
+    std::string said = LockMemory();
+    long locked_kb = -1;
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmLck:", 0) == 0) locked_kb = std::stol(line.substr(6));
+    }
+    said += "\n" + std::to_string(locked_kb);
+    const ssize_t n = write(out[1], said.data(), said.size());
+    _exit(n == static_cast<ssize_t>(said.size()) ? 0 : 5);
+  }
+  close(out[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return {"child failed with " + std::to_string(status), -1};
+  }
+  const size_t nl = got.rfind('\n');
+  return {got.substr(0, nl), std::stol(got.substr(nl + 1))};
+}
+
+TEST(Realtime, LockMemoryLocksWherePermittedAndSaysWhyNotUnderAFiniteLimit) {
+  auto [said, locked_kb] = LockMemoryInChild(0);
+  ASSERT_GE(locked_kb, 0) << said;
+  if (said.rfind("memory locked", 0) == 0) {
+    EXPECT_GT(locked_kb, 0) << said;
+  } else {  // refused here (no root, a finite limit, or a container): said, and nothing locked
+    EXPECT_TRUE(said.find("not locked") != std::string::npos || said.find("denied") != std::string::npos)
+        << said;
+    EXPECT_EQ(locked_kb, 0) << said;
+  }
+  EXPECT_NE(said.find("malloc keeps freed memory"), std::string::npos) << said;
+  // A user under a finite limit: not attempted, and the line says how to allow it.
+  std::tie(said, locked_kb) = LockMemoryInChild(1);
+  EXPECT_EQ(said.rfind("memory not locked: RLIMIT_MEMLOCK is 64 kB", 0), 0u) << said;
+  EXPECT_NE(said.find("ulimit -l unlimited"), std::string::npos) << said;
+  EXPECT_EQ(locked_kb, 0) << said;
 }
 
 TEST(Server, DispatcherRunsAtItsRealTimePriorityOrSaysWhyNot) {

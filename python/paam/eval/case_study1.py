@@ -112,7 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock-memory", action="store_true",
                    help="PiCAS's and PAAM's executors lock their memory after their setup "
                         "(paam.ros.rt.lock_memory: mlockall where permitted without limit, and "
-                        "malloc keeps what it frees), so that no page fault lands in a callback")
+                        "malloc keeps what it frees), and so does paamd (its --lock-memory), so "
+                        "that no page fault lands in a callback or on a request's path")
     p.add_argument("--preemption-ms", type=float, default=None,
                    help="kappa for the bound (default: 0.02 on the cpu backend, 0.13 on cuda, "
                         "docs/gpu.md)")
@@ -658,7 +659,8 @@ def run(args: argparse.Namespace) -> int:
                            + common.server_poll_args(
                                args, server_cpus, common.paamd_workers(args.backend, buckets) + 1)
                            + common.cuda_wait_args(args)
-                           + (["--fair-buckets", str(next(iter(fair.values())))] if fair else []))
+                           + (["--fair-buckets", str(next(iter(fair.values())))] if fair else [])
+                           + (["--lock-memory"] if args.lock_memory else []))
                 rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped
                             else common.dispatcher_args(
                                 args, max(e.priority for e in spec.executors.values())))
