@@ -199,6 +199,11 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
         assert set(faults) == {"ex1", "be1"} and all(len(v) == 2 and min(v) >= 0
                                                    for v in faults.values()), faults
     assert "page faults of the executors in the measured run: ROS 2 " in r.stdout
+    # and paamd's, in the same window, for the method it serves
+    server = data["page_faults"]["PAAM"]["paamd"]
+    assert len(server) == 2 and min(server) >= 0, server
+    assert "paamd" not in data["page_faults"]["PiCAS"]
+    assert f"; paamd {server[0]} minor / {server[1]} major)" in r.stdout
     assert data["bound_ms"]["chain1"] >= own
     assert data["epsilon_idle_us"]["min"] > 0
     # What paamd said at start (its poll window, pinning, denied settings) is kept.

@@ -415,9 +415,11 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
 
 
 def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, *,
-               duration: float | None = None, tag: str = "", sample_host: bool = True) -> dict:
+               duration: float | None = None, tag: str = "", sample_host: bool = True,
+               server_pid: int | None = None) -> dict:
     """Runs ``method`` on ``spec``'s executors, one process each; with ``sample_host``, samples
-    /proc/stat meanwhile (:func:`common.host_series` keys in the result)."""
+    /proc/stat meanwhile (:func:`common.host_series` keys in the result); with ``server_pid``
+    (paamd), counts its page faults in the measured window (``server_faults``)."""
     ctx = mp.get_context("spawn")
     by_ex: dict[str, list[dict]] = {}
     for ch in spec.chains:
@@ -471,6 +473,13 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                    "t0_ns": int(start_at * 1e9), "gc_ns": {}, "executor_of": {},
                    "faults": {}}
         deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
+        if server_pid is not None:  # paamd's page faults in the executors' measured window
+            time.sleep(max(0.0, start_at + warmup - time.monotonic()))
+            before = _process_faults(server_pid)
+            time.sleep(max(0.0, start_at + warmup + duration - time.monotonic()))
+            after = _process_faults(server_pid)
+            if before is not None and after is not None:
+                results["server_faults"] = [a - b for a, b in zip(after, before)]
         for p, path, name in procs:
             common.join_child(p, path, f"{method}: executor {name}",
                               deadline - time.monotonic())
@@ -492,6 +501,16 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
     if host is not None:
         results.update(common.host_series(host))
     return results
+
+
+def _process_faults(pid: int) -> "list[int] | None":
+    """A process's page faults so far, [minor, major], from /proc/PID/stat; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command name
+    except OSError:
+        return None
+    return [int(fields[7]), int(fields[9])]  # minflt, majflt (fields 10 and 12 of stat)
 
 
 # -- the server ---------------------------------------------------------------------------------
@@ -676,7 +695,8 @@ def run(args: argparse.Namespace) -> int:
                         calib_run = run_method(keys[m], spec, args, tmp, srv.socket_path, dev,
                                                duration=args.calibration, tag="calibration",
                                                sample_host=False)
-                    results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev)
+                    results[m] = run_method(keys[m], spec, args, tmp, srv.socket_path, dev,
+                                            server_pid=srv.pid)
                     paamd_said = common.paamd_startup(srv)
             else:
                 results[m] = run_method(keys[m], spec, args, tmp, None, dev)
@@ -780,7 +800,9 @@ def run(args: argparse.Namespace) -> int:
         "paamd_workers": worker_sched,  # each device worker's OS scheduling, read from /proc
         "results": summary, "host": host, "latency_by_host_steal": by_steal, "gc": gc,
         # per method and executor: the process's page faults in the measured window
-        "page_faults": {m: {"minor_major": r["faults"]} for m, r in results.items()}})
+        "page_faults": {m: {"minor_major": r["faults"],
+                            **({"paamd": r["server_faults"]} if "server_faults" in r else {})}
+                        for m, r in results.items()}})
     text = render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kappa, delta,
                   results, in_run, server_note, eps_from, measured_in, calibration, costs_in_run,
                   host, by_steal, gc, demand, fair, worker_sched)
@@ -969,9 +991,12 @@ def _render_faults(lines: list, methods, results: dict) -> None:
     for m in methods:
         f = results[m].get("faults", {})
         if f:
+            server = results[m].get("server_faults")
             parts.append(f"{m} {sum(v[0] for v in f.values())} minor / "
                          f"{sum(v[1] for v in f.values())} major (most in one executor: "
-                         f"{max(v[0] + v[1] for v in f.values())})")
+                         f"{max(v[0] + v[1] for v in f.values())}"
+                         + (f"; paamd {server[0]} minor / {server[1]} major" if server else "")
+                         + ")")
     if parts:
         lines.append("page faults of the executors in the measured run: " + "; ".join(parts))
 
