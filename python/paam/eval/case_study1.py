@@ -47,6 +47,7 @@ import os
 import random
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -473,13 +474,17 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                    "t0_ns": int(start_at * 1e9), "gc_ns": {}, "executor_of": {},
                    "faults": {}}
         deadline = time.monotonic() + (start_at - time.monotonic()) + warmup + duration + 120
-        if server_pid is not None:  # paamd's page faults in the executors' measured window
-            time.sleep(max(0.0, start_at + warmup - time.monotonic()))
-            before = _process_faults(server_pid)
-            time.sleep(max(0.0, start_at + warmup + duration - time.monotonic()))
-            after = _process_faults(server_pid)
-            if before is not None and after is not None:
-                results["server_faults"] = [a - b for a, b in zip(after, before)]
+        # paamd's page faults in the executors' measured window, read beside the joins (so
+        # that an executor that fails is still reported at once)
+        server_faults: list = []
+        sampler = None
+        if server_pid is not None:
+            def sample() -> None:
+                for at in (start_at + warmup, start_at + warmup + duration):
+                    time.sleep(max(0.0, at - time.monotonic()))
+                    server_faults.append(_process_faults(server_pid))
+            sampler = threading.Thread(target=sample, name="paamd-faults", daemon=True)
+            sampler.start()
         for p, path, name in procs:
             common.join_child(p, path, f"{method}: executor {name}",
                               deadline - time.monotonic())
@@ -498,6 +503,11 @@ def run_method(method: str, spec, args, tmp: str, socket: str | None, dev: int, 
                 st = z["stages_ns"]
                 results["stages_us"] = np.vstack([results["stages_us"], st[:, 1:] / 1e3])
                 results["stage_chain"].extend(str(z["names"][i]) for i in st[:, 0])
+        if sampler is not None:
+            sampler.join(max(0.0, start_at + warmup + duration - time.monotonic()) + 5)
+            if len(server_faults) == 2 and None not in server_faults:
+                before, after = server_faults
+                results["server_faults"] = [a - b for a, b in zip(after, before)]
     if host is not None:
         results.update(common.host_series(host))
     return results
