@@ -975,7 +975,7 @@ def test_lock_memory_locks_where_permitted_and_says_why_not_elsewhere():
     # in a child process: mlockall(MCL_FUTURE) would stay with the test process
     code = ("import os, resource; from paam.ros import rt\n"
             "if os.environ.get('FAKE_LIMIT'):\n"
-            "    os.geteuid = lambda: 1000\n"
+            "    rt._may_lock_without_limit = lambda: False\n"
             "    resource.getrlimit = lambda _r: (65536, 65536)\n"
             "line = rt.lock_memory(); print(line)\n"
             "print([l for l in open('/proc/self/status') if l.startswith('VmLck')][0])\n")

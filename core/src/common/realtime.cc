@@ -70,12 +70,25 @@ std::string RtThrottlingNote(const char* runtime_path, const char* period_path) 
          "priority; `sysctl -w kernel.sched_rt_runtime_us=-1` lifts it (README: \"What the guarantees assume\")";
 }
 
+// Whether the process holds CAP_IPC_LOCK (root normally does), which lifts RLIMIT_MEMLOCK:
+// bit 14 of CapEff in /proc/self/status.
+static bool MayLockWithoutLimit() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      constexpr int kCapIpcLock = 14;
+      return ((std::stoull(line.substr(7), nullptr, 16) >> kCapIpcLock) & 1) != 0;
+    }
+  }
+  return false;
+}
+
 std::string LockMemory() {
   const bool kept = mallopt(M_TRIM_THRESHOLD, -1) == 1 && mallopt(M_MMAP_MAX, 0) == 1;
   const std::string malloc_note = kept ? "malloc keeps freed memory" : "malloc settings not applied";
   rlimit limit{};
   const bool unlimited = getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur == RLIM_INFINITY;
-  if (geteuid() != 0 && !unlimited) {
+  if (!unlimited && !MayLockWithoutLimit()) {
     return "memory not locked: RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur / 1024) +
            " kB (a locked process could not grow past it); `ulimit -l unlimited` or CAP_IPC_LOCK "
            "allows it; " +

@@ -281,6 +281,20 @@ def apply_rt(priority: int | None, cpu: int | None, *, mode: str = "auto",
 
 _MCL_CURRENT, _MCL_FUTURE = 1, 2        # mlockall(2)
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt(3)
+_CAP_IPC_LOCK = 14                       # capabilities(7)
+
+
+def _may_lock_without_limit() -> bool:
+    """Whether the process holds CAP_IPC_LOCK (root normally does), which lifts
+    RLIMIT_MEMLOCK: bit 14 of CapEff in /proc/self/status."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_IPC_LOCK & 1)
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def lock_memory() -> str:
@@ -295,7 +309,8 @@ def lock_memory() -> str:
       Python's small objects through malloc too (the line says whether it was).
     * ``mlockall(MCL_CURRENT | MCL_FUTURE)``: every page mapped now and later stays resident
       (and is faulted in when mapped, not when first touched). Attempted only where the process
-      may lock without limit (root / CAP_IPC_LOCK, or ``ulimit -l unlimited``): under a finite
+      may lock without limit (CAP_IPC_LOCK, which root normally holds, or ``ulimit -l
+      unlimited``): under a finite
       RLIMIT_MEMLOCK a locked process could not grow past it, and allocations would fail.
 
     Why: a page fault in a callback is time no analysis counts. Measured on the 2-core VM (case
@@ -320,7 +335,7 @@ def lock_memory() -> str:
         notes.append("Python's pymalloc arenas still come and go (start the process with "
                      "PYTHONMALLOC=malloc to keep them)")
     soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if os.geteuid() != 0 and soft != resource.RLIM_INFINITY:
+    if soft != resource.RLIM_INFINITY and not _may_lock_without_limit():
         notes.insert(0, f"memory not locked: RLIMIT_MEMLOCK is {soft // 1024} kB (a locked "
                         "process could not grow past it); `ulimit -l unlimited` or "
                         "CAP_IPC_LOCK allows it")
