@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -77,7 +78,7 @@ static bool MayLockWithoutLimit() {
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("CapEff:", 0) == 0) {
       constexpr int kCapIpcLock = 14;
-      return ((std::stoull(line.substr(7), nullptr, 16) >> kCapIpcLock) & 1) != 0;
+      return ((std::strtoull(line.c_str() + 7, nullptr, 16) >> kCapIpcLock) & 1) != 0;
     }
   }
   return false;

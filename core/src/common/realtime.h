@@ -25,9 +25,9 @@ std::string RtThrottlingNote(const char* runtime_path = "/proc/sys/kernel/sched_
 // Keeps the process's memory resident, as real-time programs do once set up: glibc malloc
 // keeps what it frees and serves large blocks from the heap (mallopt), and
 // mlockall(MCL_CURRENT | MCL_FUTURE) where the process may lock without limit (CAP_IPC_LOCK,
-// which root normally holds, or RLIMIT_MEMLOCK unlimited): under a finite limit a locked process could not grow past it, so
-// it is not attempted. Returns one line saying what was applied; never fails. The same rule as
-// paam.ros.rt.lock_memory (Python).
+// which root normally holds, or RLIMIT_MEMLOCK unlimited): under a finite limit a locked
+// process could not grow past it, so it is not attempted. Returns one line saying what was
+// applied; never fails. The same rule as paam.ros.rt.lock_memory (Python).
 std::string LockMemory();
 
 }  // namespace paam

@@ -310,8 +310,8 @@ def lock_memory() -> str:
     * ``mlockall(MCL_CURRENT | MCL_FUTURE)``: every page mapped now and later stays resident
       (and is faulted in when mapped, not when first touched). Attempted only where the process
       may lock without limit (CAP_IPC_LOCK, which root normally holds, or ``ulimit -l
-      unlimited``): under a finite
-      RLIMIT_MEMLOCK a locked process could not grow past it, and allocations would fail.
+      unlimited``): under a finite RLIMIT_MEMLOCK a locked process could not grow past it, and
+      allocations would fail.
 
     Why: a page fault in a callback is time no analysis counts. Measured on the 2-core VM (case
     study 1, 2026-11-24): with PYTHONMALLOC=malloc the executors took about 730 instead of
