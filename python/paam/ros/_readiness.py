@@ -31,10 +31,27 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
+from paam.ros.rt import restore_timer_slack, tighten_timer_slack
+
 __all__ = ["ReadinessScanner"]
 
 _KINDS = ("timers", "subscriptions", "guards", "clients", "services", "waitables")
 _UNKNOWN = object()  # a callback group not looked at yet in this wait
+
+
+def wait_on(ws, timeout_ns: int) -> None:
+    """``ws.wait(timeout_ns)`` (releases the GIL while blocked); a poll (``timeout_ns`` 0) runs
+    with the least timer slack. On rmw_fastrtps a zero-timeout wait is a futex wait until "now",
+    which the kernel lets end up to the thread's timer slack late: 50 µs by default, unless
+    :func:`paam.ros.rt.apply_rt` already took it away (:func:`~paam.ros.rt.tighten_timer_slack`)."""
+    if timeout_ns != 0:
+        ws.wait(timeout_ns)
+        return
+    previous = tighten_timer_slack()
+    try:
+        ws.wait(0)
+    finally:
+        restore_timer_slack(previous)
 
 
 def _entity_lists(node) -> tuple:
@@ -254,7 +271,7 @@ class ReadinessScanner:
                 return False
             ws = snap.wait_set
             sel.fill(ws, own)
-            ws.wait(timeout_ns)  # releases the GIL while blocked
+            wait_on(ws, timeout_ns)
             ready = sel.readiness(ws)
             return any(is_ready(e) for _node, groups in sel.per_node
                        for group, is_ready in zip(groups, ready) for e in group)
@@ -287,7 +304,7 @@ class ReadinessScanner:
                 return False
             ws = snap.wait_set
             sel.fill(ws, own)
-            ws.wait(timeout_ns)  # releases the GIL while blocked
+            wait_on(ws, timeout_ns)
             if ex._is_shutdown:
                 return False
             if not ex._context.ok():

@@ -380,14 +380,15 @@ def run(args: argparse.Namespace) -> int:
 def _markdown(r: dict) -> str:
     lines = [f"Machine: {r['machine']}; date {r['date']}; `{r['command']}`; wait={r['wait']}, "
              f"{r['requests']} round trips per path and size.", "",
-             "| vector size (B; 2 in, 1 out) | rclpy service p50 / p99 (µs) | bridge p50 / p99 (µs) | "
+             "| vector size (B; 2 in, 1 out) | rclpy service p50 / p99 (µs) "
+             "| bridge p50 / p99 (µs) | "
              "bridge / service (p50) | local shm p50 / p99 (µs) |",
              "|---:|---:|---:|---:|---:|"]
     for row in r["round_trips"]:
-        s, b, l = row["rclpy service"], row["bridge"], row["local shm"]
+        s, b, loc = row["rclpy service"], row["bridge"], row["local shm"]
         lines.append(f"| {row['size']} | {s['p50']:.0f} / {s['p99']:.0f} | "
                      f"{b['p50']:.0f} / {b['p99']:.0f} | {row['ratio_p50']:.2f} | "
-                     f"{l['p50']:.0f} / {l['p99']:.0f} |")
+                     f"{loc['p50']:.0f} / {loc['p99']:.0f} |")
     lines += ["", f"Executor: {r['callbacks']} ready guard-condition callbacks with empty bodies "
               "per round, 4 priority levels.", "",
               "| executor | per callback p50 (µs) | priority choice per pick (µs) | "

@@ -59,9 +59,9 @@ from rclpy.executors import (ConditionReachedException, Executor, ShutdownExcept
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future, Task
 
-from paam.ros._readiness import ReadinessScanner
+from paam.ros._readiness import ReadinessScanner, wait_on
 from paam.ros.rt import MODES as RT_MODES
-from paam.ros.rt import RtReport, apply_rt
+from paam.ros.rt import RtReport, apply_rt, restore_timer_slack, tighten_timer_slack
 
 __all__ = ["PicasExecutor", "PickStats", "await_result", "AcceleratorFuture"]
 
@@ -467,7 +467,7 @@ class PicasExecutor(Executor):
                 ws.add_client(e.handle)
             for e in services:
                 ws.add_service(e.handle)
-            ws.wait(timeout_ns)
+            wait_on(ws, timeout_ns)  # (a poll with the least timer slack: wait_on says why)
             found = False
             ready = set(ws.get_ready_entities("guard_condition"))
             for gc in guards:
@@ -537,6 +537,9 @@ class PicasExecutor(Executor):
         # handler per trigger is enough.
         waiting = {id(e) for t, e in pending if e is not None and not _started(t)}
         gen = self._wait_for_ready_callbacks(timeout_sec, None, condition)
+        # a poll with the least timer slack (the generator waits at its first step: wait_on's
+        # docstring says why)
+        slack = tighten_timer_slack() if timeout_sec == 0 else None
         try:
             for task, entity, _node in gen:
                 if task.cancelled():
@@ -552,6 +555,7 @@ class PicasExecutor(Executor):
         except ShutdownException:
             return []
         finally:
+            restore_timer_slack(slack)
             gen.close()
             with self._tasks_lock:  # drop the duplicates cancelled above
                 self._tasks = [ten for ten in self._tasks if not ten[0].cancelled()]

@@ -182,6 +182,7 @@ def _apply_nice(report: RtReport, priority: int, *, fallback: bool) -> None:
 
 
 _PR_SET_TIMERSLACK = 29  # prctl(2)
+_PR_GET_TIMERSLACK = 30
 
 #: The timer slack (ns) a thread on the nice fallback gets: the least Linux allows (0 would mean
 #: "back to the default").
@@ -197,15 +198,59 @@ def _apply_timer_slack(report: RtReport) -> None:
     63 µs (``paam ros-bench``'s executor part, 2-core VM, 2026-11-24); on the lent H100 host
     it made no measurable difference (docs/ros2.md)."""
     import ctypes
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(TIMER_SLACK_NS), 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-    except (OSError, AttributeError) as err:  # not Linux, or refused
-        report.messages.append(f"timer slack left at the default ({err})")
+    prctl = _libc_prctl()
+    if not prctl:
+        report.messages.append("timer slack left at the default (no prctl here)")
+        return
+    if prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(TIMER_SLACK_NS), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        report.messages.append(f"timer slack left at the default ({os.strerror(err)})")
         return
     report.timer_slack_ns = TIMER_SLACK_NS
     report.messages.append(f"timer slack {TIMER_SLACK_NS} ns")
+
+
+_prctl = None  # libc's prctl, looked up at the first tighten_timer_slack (False: none there)
+
+
+def _libc_prctl():
+    """libc's ``prctl`` (looked up once per process), or False where there is none."""
+    global _prctl
+    if _prctl is None:
+        import ctypes
+        try:
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):  # not Linux
+            _prctl = False
+    return _prctl
+
+
+def tighten_timer_slack() -> Optional[int]:
+    """Give the calling thread the least timer slack (:data:`TIMER_SLACK_NS`) for a wait that
+    should not sleep at all; return its previous slack for :func:`restore_timer_slack`, or
+    None where nothing was changed: the slack is already that low (:func:`apply_rt` ran, or a
+    SCHED_FIFO thread, whose slack newer kernels report as 0), or prctl is missing or fails.
+
+    Why: rmw_fastrtps turns a zero-timeout wait on a wait set into a futex wait until "now",
+    which the kernel lets end up to the thread's slack late (50 µs by default), so each of the
+    PicasExecutor's zero-timeout polls sleeps that long in a thread without :func:`apply_rt`
+    (:func:`_apply_timer_slack`). Never raises; costs one prctl where nothing is changed,
+    three with the restore."""
+    prctl = _prctl if _prctl is not None else _libc_prctl()
+    if not prctl:
+        return None
+    # (prctl's int return: a slack above INT_MAX, or -1 for an error, reads <= 1: left alone)
+    previous = prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
+    if previous <= TIMER_SLACK_NS or prctl(_PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0) != 0:
+        return None
+    return previous
+
+
+def restore_timer_slack(previous: Optional[int]) -> None:
+    """Give the calling thread back the slack :func:`tighten_timer_slack` returned (nothing
+    where it returned None)."""
+    if previous is not None:
+        _prctl(_PR_SET_TIMERSLACK, previous, 0, 0, 0)
 
 
 def _apply_idle(report: RtReport, priority: int, *, fallback: bool) -> bool:

@@ -132,6 +132,63 @@ def test_work_that_becomes_ready_mid_sweep_is_considered_at_the_next_pick(kind, 
     node.destroy_node()
 
 
+def _timer_slack_ns() -> int:
+    import ctypes
+    return ctypes.CDLL(None).prctl(30, 0, 0, 0, 0)  # PR_GET_TIMERSLACK
+
+
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_zero_timeout_waits_run_with_the_least_timer_slack_and_restore_it(
+        ros_context, monkeypatch, lean_wait):
+    """Each zero-timeout wait (the outranking poll, a re-poll with work pending) would sleep
+    for the thread's timer slack on rmw_fastrtps: the executor waits with 1 ns there, keeps the
+    thread's own slack for waits that may sleep, and gives it back afterwards."""
+    import ctypes
+
+    import rclpy
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+    from paam.ros import PicasExecutor
+
+    waits: list[tuple[int, int]] = []  # (timeout_ns, the waiting thread's slack)
+
+    class RecordingWaitSet(_rclpy.WaitSet):
+        def wait(self, timeout_ns):
+            waits.append((timeout_ns, _timer_slack_ns()))
+            return super().wait(timeout_ns)
+    monkeypatch.setattr(_rclpy, "WaitSet", RecordingWaitSet)  # rclpy's wait and the executor's
+
+    node = rclpy.create_node(f"slack_{uuid.uuid4().hex[:8]}", context=ros_context)
+    ran: list[str] = []
+    low = [node.create_guard_condition((lambda n: lambda: ran.append(n))(n))
+           for n in ("low1", "low2")]
+    high = node.create_guard_condition(lambda: ran.append("high"))
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
+    executor.add_node(node)
+    executor.set_callback_priority(high, 5)
+    own = _timer_slack_ns()
+    libc = ctypes.CDLL(None)
+    assert libc.prctl(29, 123456, 0, 0, 0) == 0  # PR_SET_TIMERSLACK: a slack to recognise
+    try:
+        for g in low:
+            g.trigger()
+        executor.spin_once(timeout_sec=2.0)  # waits (may sleep), runs low1
+        high.trigger()
+        executor.spin_once(timeout_sec=2.0)  # polls: high outranks low2; re-polls; runs high
+        executor.spin_once(timeout_sec=2.0)  # polls: nothing outranks low2; runs it
+        after = _timer_slack_ns()
+    finally:
+        libc.prctl(29, own, 0, 0, 0)
+    assert ran == ["low1", "high", "low2"]
+    assert after == 123456
+    assert waits[0] == (int(2.0e9), 123456)
+    polls = [slack for timeout, slack in waits if timeout == 0]
+    assert len(polls) >= 3 and set(polls) == {1}, waits
+    assert all(slack == 123456 for timeout, slack in waits if timeout != 0), waits
+    executor.shutdown()
+    node.destroy_node()
+
+
 @pytest.mark.parametrize("lean_wait", [True, False])
 def test_equal_priorities_run_in_the_order_they_became_ready(ros_context, lean_wait):
     import rclpy

@@ -107,6 +107,59 @@ def test_the_nice_fallback_gives_the_thread_the_least_timer_slack(deny):
     assert report.timer_slack_ns is None and slack == before
 
 
+def _set_timer_slack_ns(ns: int) -> None:
+    assert ctypes.CDLL(None).prctl(29, ns, 0, 0, 0) == 0
+
+
+def test_tighten_timer_slack_gives_the_least_and_restore_gives_the_old_one_back():
+    # What the PicasExecutor wraps its zero-timeout waits in (each would sleep for the slack).
+    def body():
+        _set_timer_slack_ns(123456)
+        previous = rt.tighten_timer_slack()
+        inside = _timer_slack_ns()
+        rt.restore_timer_slack(previous)
+        return previous, inside, _timer_slack_ns()
+    (previous, inside, after), *_ = _in_thread(body)
+    assert (previous, inside, after) == (123456, rt.TIMER_SLACK_NS, 123456)
+
+
+def test_tighten_timer_slack_leaves_a_least_slack_alone(monkeypatch):
+    # Already at 1 ns (apply_rt ran): one prctl to read it, none to set or restore it.
+    real = rt._libc_prctl()
+    calls = []
+
+    def prctl(option, *args):
+        calls.append(option)
+        return real(option, *args)
+    monkeypatch.setattr(rt, "_prctl", prctl)
+
+    def body():
+        _set_timer_slack_ns(1)
+        previous = rt.tighten_timer_slack()
+        rt.restore_timer_slack(previous)
+        return previous, _timer_slack_ns()
+    (previous, after), *_ = _in_thread(body)
+    assert (previous, after) == (None, 1)
+    assert calls == [rt._PR_GET_TIMERSLACK]
+
+
+def test_tighten_timer_slack_carries_on_without_prctl(monkeypatch):
+    # No libc prctl (not Linux): looked up once, then nothing; never raises.
+    def no_libc(*_a, **_kw):
+        raise OSError("no libc here")
+    monkeypatch.setattr(rt, "_prctl", None)
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert rt.tighten_timer_slack() is None
+    assert rt._prctl is False
+    rt.restore_timer_slack(None)
+    assert rt.tighten_timer_slack() is None
+    # A prctl that fails: the slack is left as it is and nothing is restored.
+    monkeypatch.setattr(rt, "_prctl", lambda option, *_a: -1)
+    assert rt.tighten_timer_slack() is None
+    monkeypatch.setattr(rt, "_prctl", lambda option, *_a: 50000 if option == 30 else -1)
+    assert rt.tighten_timer_slack() is None
+
+
 def test_nice_refused_too_keeps_sched_other_and_never_raises(deny):
     deny("sched_setscheduler", "setpriority")
     report, policy, nice, _cpus = _in_thread(lambda: rt.apply_rt(90, None, log=lambda _l: None))
