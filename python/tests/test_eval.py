@@ -606,6 +606,60 @@ def test_case_study_2_breaks_e0_time_down_from_the_due_time():
     assert cs2.executor_breakdown(r) is None
 
 
+def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters():
+    import numpy as np
+    from paam.eval import case_study2 as cs2
+    us = 1_000
+    ms = 1_000 * us
+    # The same five callbacks, now with E0's thread's CPU and run-queue counters (ns) at each
+    # start and end. Outside callbacks in the instance (0 to 50 ms): 4-5 ms (0.25 on the CPU,
+    # 0.5 waiting for it) and 20-21 ms (0.5 on the CPU); the 50-60 ms gap lies after it.
+    calls = np.array([
+        [-5 * ms, 4 * ms, 40, 0, 0, 9 * ms, 0],
+        [5 * ms, 20 * ms, 100, 9250 * us, 500 * us, 23250 * us, 1500 * us],
+        [21 * ms, 31 * ms, 40, 23750 * us, 1500 * us, 33750 * us, 1500 * us],
+        [31 * ms, 50 * ms, 100, 33750 * us, 1500 * us, 51750 * us, 2500 * us],
+        [60 * ms, 70 * ms, 40, 52750 * us, 4500 * us, 62750 * us, 4500 * us]], dtype=np.int64)
+    r = {"hot_executor_calls_ns": calls, "hot_end_ns": np.array([50 * ms]),
+         "latency_ms": np.array([48.0]), "lidar_late_ms": np.array([2.0])}
+    bd = cs2.executor_breakdown(r)
+    assert bd["outside_ms"][0] == pytest.approx(2.0)
+    assert bd["outside_cpu_ms"][0] == pytest.approx(0.75)
+    assert bd["outside_runq_ms"][0] == pytest.approx(0.5)
+    assert bd["outside_rest_ms"][0] == pytest.approx(0.75)  # asleep, or the host's
+    assert bd["inside_runq_ms"][0] == pytest.approx(2.0)    # 1 in each hot-path callback
+    s = cs2._breakdown_summary(bd)
+    assert s["outside_split"]["outside_runq_ms"]["max"] == pytest.approx(0.5)
+    assert s["outside_split"]["most_outside_1pct"]["outside_cpu_ms"] == pytest.approx(0.75)
+    assert "the 1% with the most (1): 2.0 = 0.8 + 0.5 + 0.8" in cs2._split_line(s)
+    # counters unknown (-1: no schedstat there): the split is left out, the rest is kept
+    calls[:, 3:] = -1
+    bd = cs2.executor_breakdown(r)
+    assert bd["hot_ms"][0] == pytest.approx(34.0) and np.isnan(bd["outside_cpu_ms"][0])
+    assert "outside_split" not in cs2._breakdown_summary(bd)
+    # records from before the counters (three columns) are padded as unknown
+    assert cs2._by_start([calls[:, :3]]).shape == (5, 7)
+
+
+def test_thread_sched_stat_counts_this_threads_cpu_time():
+    import threading
+    from paam.eval import common
+    st = common.ThreadSchedStat()
+    cpu0, _ = st.read()
+    if cpu0 < 0:
+        pytest.skip("no /proc/thread-self/schedstat here")
+    end = time.monotonic() + 0.05
+    while time.monotonic() < end:
+        pass
+    cpu1, waited = st.read()
+    assert cpu1 - cpu0 >= 30_000_000 and waited >= 0
+    other = []
+    t = threading.Thread(target=lambda: other.append(st.read()))
+    t.start()
+    t.join()
+    assert other[0][0] < cpu1  # its own thread's counters, not this one's
+
+
 def test_case_study_2_request_priority_is_the_chains_or_its_executors_top():
     from paam.eval import case_study2 as cs2
     # chain: the callback's own chain; the cluster detector's second connection is the

@@ -442,9 +442,11 @@ class _Graph:
         # until it is done: PiCAS and ROS 2 keep synchronous segments)
         self.async_segments = cfg["segments"] == "async" and self.method == "paam"
         # Every callback of the hot path's executor (E0) with synchronous segments, where one
-        # thread runs them one at a time: (start, end, chain priority), ns. Not in ROS 2's MT,
+        # thread runs them one at a time: (start, end, chain priority, then the thread's time on
+        # a CPU and runnable-but-waiting at its start and at its end), ns. Not in ROS 2's MT,
         # whose four threads share E0's callbacks.
-        self.hot_executor_calls: list[tuple[int, int, int]] = []
+        self.hot_executor_calls: list[tuple[int, ...]] = []
+        self.sched = common.ThreadSchedStat()
         self.hot_executor = (None if self.method == "ros2" and cfg["setup"] == "MT"
                              else _HOT_EXECUTOR)
 
@@ -456,15 +458,18 @@ class _Graph:
             return fn
         calls = self.hot_executor_calls if executor == self.hot_executor else None
         prio = callback_priority(node, index)[0]
+        sched = self.sched.read if calls is not None else lambda: (-1, -1)
 
         def call(*args) -> None:
+            s0 = sched()
             t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
                 coro.send(None)
             except StopIteration:
                 if calls is not None and t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
-                    calls.append((t0, time.monotonic_ns(), prio))
+                    t1 = time.monotonic_ns()
+                    calls.append((t0, t1, prio, *s0, *sched()))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -880,7 +885,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              gpu_stages=np.asarray(g.gpu_stages, dtype=np.int64).reshape(-1, 1 + len(_STAGES)),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]),
              gc_ns=gc_pauses.array(),
-             hot_calls=np.asarray(g.hot_executor_calls, dtype=np.int64).reshape(-1, 3))
+             hot_calls=np.asarray(g.hot_executor_calls, dtype=np.int64).reshape(-1, _CALL_COLS))
     for c in g.clients:
         c.close()
     for n in g.nodes.values():
@@ -969,7 +974,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             # per process (E0, ... or E0+E1+E2+E3): its collector's pauses (common.GcPauses)
             "gc_ns": gc_ns,
             "gpu_segment_ms": gpu_wall,
-            # the hot path executor's callbacks: start, end (ns), chain priority; by start
+            # the hot path executor's callbacks: start, end (ns), chain priority, E0's thread on
+            # a CPU and waiting for one at the start and at the end (ns, -1: unknown); by start
             "hot_executor_calls_ns": _by_start(hot_calls),
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
@@ -978,11 +984,17 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             **common.host_series(host)}
 
 
-_E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started")
+_E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started", "outside_cpu_ms",
+            "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
+_E0_SPLIT = ("outside_cpu_ms", "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
+_CALL_COLS = 7  # hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end
 
 
 def _by_start(parts: list) -> np.ndarray:
-    a = np.vstack(parts) if parts else np.zeros((0, 3), dtype=np.int64)
+    parts = [p if p.shape[1] == _CALL_COLS else  # (records from before the scheduler columns)
+             np.hstack([p, np.full((len(p), _CALL_COLS - p.shape[1]), -1, dtype=np.int64)])
+             for p in parts]
+    a = np.vstack(parts) if parts else np.zeros((0, _CALL_COLS), dtype=np.int64)
     return a[np.argsort(a[:, 0], kind="stable")]
 
 
@@ -991,7 +1003,12 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     path's executor (E0), from its callbacks' records: busy in hot-path callbacks (this
     instance's or an earlier one's), busy in lower-priority callbacks (the analysis' blocking),
     outside any callback (the executor's own work, waits for messages), all in ms, and how many
-    lower-priority callbacks started after the due time. None where not recorded (awaited
+    lower-priority callbacks started after the due time. Where the thread's scheduler counters
+    were recorded, the time outside callbacks splits into E0's own CPU time (the executor,
+    Python), time runnable but waiting for its CPU (another thread had it), and the rest
+    (asleep: waiting for a message or timer; or taken by the host, which the guest's counters do
+    not see); and the run-queue wait inside callbacks. The gaps and callbacks at the instance's
+    edges count in proportion to their overlap with it. None where not recorded (awaited
     segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
     late = r.get("lidar_late_ms")
@@ -1001,6 +1018,7 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
     starts, stops = calls[:, 0], calls[:, 1]
     hot = calls[:, 2] >= HOT_PRIORITY
+    sched_ok = calls.shape[1] >= _CALL_COLS and bool((calls[:, 3:] >= 0).any())
     out = {k: np.full(len(lat), np.nan) for k in _E0_COLS}
     for i in np.flatnonzero(~np.isnan(late)):
         a, b = due[i], ends[i]
@@ -1013,7 +1031,33 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
         out["hot_ms"][i], out["lower_ms"][i] = busy[h].sum(), busy[~h].sum()
         out["outside_ms"][i] = (b - a) / 1e6 - busy.sum()
         out["lower_started"][i] = int(((starts[lo:hi] > a) & ~h).sum())
+        if sched_ok:
+            _split_by_scheduler(out, i, calls, a, b, lo, hi)
     return out
+
+
+def _split_by_scheduler(out: dict, i: int, calls: np.ndarray, a: int, b: int, lo: int,
+                        hi: int) -> None:
+    """Instance i's time outside E0's callbacks by E0's scheduler counters (executor_breakdown):
+    over the gaps between calls lo-1 .. hi (each weighted by its overlap with [a, b]), and the
+    run-queue wait inside calls lo .. hi-1."""
+    starts, stops = calls[:, 0], calls[:, 1]
+    c = calls[max(lo - 1, 0):min(hi + 1, len(calls))]
+    if (c[:, 3:] < 0).any():
+        return
+    # gap k: from call k's end to call k+1's start
+    g0, g1 = c[:-1, 1], c[1:, 0]
+    span = np.maximum(g1 - g0, 1)
+    w = np.clip(np.minimum(g1, b) - np.maximum(g0, a), 0, None) / span
+    cpu = (c[1:, 3] - c[:-1, 5]) * w
+    runq = (c[1:, 4] - c[:-1, 6]) * w
+    out["outside_cpu_ms"][i] = cpu.sum() / 1e6
+    out["outside_runq_ms"][i] = runq.sum() / 1e6
+    out["outside_rest_ms"][i] = max(out["outside_ms"][i] - (cpu.sum() + runq.sum()) / 1e6, 0.0)
+    inside = calls[lo:hi]
+    wi = (np.minimum(stops[lo:hi], b) - np.maximum(starts[lo:hi], a)) / np.maximum(
+        stops[lo:hi] - starts[lo:hi], 1)
+    out["inside_runq_ms"][i] = float(((inside[:, 6] - inside[:, 4]) * wi).sum() / 1e6)
 
 
 def _breakdown_summary(bd: dict | None) -> dict | None:
@@ -1025,11 +1069,24 @@ def _breakdown_summary(bd: dict | None) -> dict | None:
         return None
     worst = int(np.nanargmax(bd["hot_ms"] + bd["lower_ms"] + bd["outside_ms"]))
     started = bd["lower_started"][ok].astype(int)
-    return {"instances": int(ok.sum()),
-            **{k: common.summarize(bd[k][ok]) for k in ("hot_ms", "lower_ms", "outside_ms")},
-            "lower_started_histogram": {str(k): int(v) for k, v in
-                                        zip(*np.unique(started, return_counts=True))},
-            "slowest": {k: float(bd[k][worst]) for k in bd}}
+    out = {"instances": int(ok.sum()),
+           **{k: common.summarize(bd[k][ok]) for k in ("hot_ms", "lower_ms", "outside_ms")},
+           "lower_started_histogram": {str(k): int(v) for k, v in
+                                       zip(*np.unique(started, return_counts=True))},
+           "slowest": {k: float(bd[k][worst]) for k in bd}}
+    split = ok & ~np.isnan(bd["outside_cpu_ms"])
+    if split.any():
+        # where E0's time outside callbacks went, over all instances and over the 1% with the
+        # most of it (means)
+        top = split & (bd["outside_ms"] >= np.quantile(bd["outside_ms"][split], 0.99))
+        keys = _E0_SPLIT
+        out["outside_split"] = {
+            "instances": int(split.sum()),
+            **{k: common.summarize(bd[k][split]) for k in keys},
+            "most_outside_1pct": {"instances": int(top.sum()),
+                                  **{k: float(bd[k][top].mean()) for k in
+                                     ("outside_ms",) + keys}}}
+    return out
 
 
 def analysis_bounds(r: dict, args, pl: dict, n_buckets: int, bd: dict | None) -> dict | None:
@@ -1620,6 +1677,11 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "E0 in each instance from the due time (ms, p50 / max): in hot-path callbacks, in "
              "lower-priority ones, outside callbacks; lower-priority callbacks started after "
              "the due time (count: instances); the slowest instance", _breakdown_line)
+    _per_run(lines, summary, setups, methods, "hot_executor_from_due",
+             "E0's time outside callbacks by its thread's scheduler counters (ms, p50 / p99 / "
+             "max): its own CPU, runnable but waiting for its CPU, the rest (asleep, or taken by "
+             "the host); waiting for its CPU inside callbacks; means in the 1% of instances with "
+             "the most time outside callbacks", _split_line)
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "
@@ -1641,6 +1703,18 @@ def _breakdown_line(b: dict) -> str:
             + f"; slowest {common.fmt(w['hot_ms'] + w['lower_ms'] + w['outside_ms'])} = "
             f"{common.fmt(w['hot_ms'])} + {common.fmt(w['lower_ms'])} "
             f"({int(w['lower_started'])} started inside) + {common.fmt(w['outside_ms'])}")
+
+
+def _split_line(b: dict) -> str | None:
+    sp = b.get("outside_split")
+    if not sp:
+        return None
+    top = sp["most_outside_1pct"]
+    return (", ".join(f"{common.fmt(sp[k]['p50'])} / {common.fmt(sp[k]['p99'])} / "
+                      f"{common.fmt(sp[k]['max'])}" for k in _E0_SPLIT)
+            + f" | the 1% with the most ({top['instances']}): {common.fmt(top['outside_ms'])} = "
+            + " + ".join(common.fmt(top[k]) for k in _E0_SPLIT[:3])
+            + f", inside waiting {common.fmt(top['inside_runq_ms'])}")
 
 
 def _bound_text(b: dict) -> str:
