@@ -628,6 +628,8 @@ def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters
     assert bd["outside_runq_ms"][0] == pytest.approx(0.5)
     assert bd["outside_rest_ms"][0] == pytest.approx(0.75)  # asleep, or the host's
     assert bd["inside_runq_ms"][0] == pytest.approx(2.0)    # 1 in each hot-path callback
+    assert bd["callbacks"][0] == 4
+    assert bd["longest_gap_cpu_ms"][0] == pytest.approx(0.5)
     s = cs2._breakdown_summary(bd)
     assert s["outside_split"]["outside_runq_ms"]["max"] == pytest.approx(0.5)
     assert s["outside_split"]["most_outside_1pct"]["outside_cpu_ms"] == pytest.approx(0.75)

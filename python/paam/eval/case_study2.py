@@ -984,9 +984,10 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             **common.host_series(host)}
 
 
-_E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started", "outside_cpu_ms",
-            "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
+_E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started", "callbacks", "outside_cpu_ms",
+            "outside_runq_ms", "outside_rest_ms", "inside_runq_ms", "longest_gap_cpu_ms")
 _E0_SPLIT = ("outside_cpu_ms", "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
+_E0_SPLIT_MORE = ("callbacks", "longest_gap_cpu_ms")
 _CALL_COLS = 7  # hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end
 
 
@@ -1003,11 +1004,13 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     path's executor (E0), from its callbacks' records: busy in hot-path callbacks (this
     instance's or an earlier one's), busy in lower-priority callbacks (the analysis' blocking),
     outside any callback (the executor's own work, waits for messages), all in ms, and how many
-    lower-priority callbacks started after the due time. Where the thread's scheduler counters
+    lower-priority callbacks started after the due time, and how many callbacks ran in it.
+    Where the thread's scheduler counters
     were recorded, the time outside callbacks splits into E0's own CPU time (the executor,
     Python), time runnable but waiting for its CPU (another thread had it), and the rest
     (asleep: waiting for a message or timer; or taken by the host, which the guest's counters do
-    not see); and the run-queue wait inside callbacks. The gaps and callbacks at the instance's
+    not see), with the CPU time of the one gap between callbacks that had the most; and the
+    run-queue wait inside callbacks. The gaps and callbacks at the instance's
     edges count in proportion to their overlap with it. None where not recorded (awaited
     segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
@@ -1031,6 +1034,7 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
         out["hot_ms"][i], out["lower_ms"][i] = busy[h].sum(), busy[~h].sum()
         out["outside_ms"][i] = (b - a) / 1e6 - busy.sum()
         out["lower_started"][i] = int(((starts[lo:hi] > a) & ~h).sum())
+        out["callbacks"][i] = hi - lo
         if sched_ok:
             _split_by_scheduler(out, i, calls, a, b, lo, hi)
     return out
@@ -1052,6 +1056,7 @@ def _split_by_scheduler(out: dict, i: int, calls: np.ndarray, a: int, b: int, lo
     cpu = (c[1:, 3] - c[:-1, 5]) * w
     runq = (c[1:, 4] - c[:-1, 6]) * w
     out["outside_cpu_ms"][i] = cpu.sum() / 1e6
+    out["longest_gap_cpu_ms"][i] = cpu.max() / 1e6 if len(cpu) else 0.0
     out["outside_runq_ms"][i] = runq.sum() / 1e6
     out["outside_rest_ms"][i] = max(out["outside_ms"][i] - (cpu.sum() + runq.sum()) / 1e6, 0.0)
     inside = calls[lo:hi]
@@ -1082,10 +1087,10 @@ def _breakdown_summary(bd: dict | None) -> dict | None:
         keys = _E0_SPLIT
         out["outside_split"] = {
             "instances": int(split.sum()),
-            **{k: common.summarize(bd[k][split]) for k in keys},
+            **{k: common.summarize(bd[k][split]) for k in keys + _E0_SPLIT_MORE},
             "most_outside_1pct": {"instances": int(top.sum()),
                                   **{k: float(bd[k][top].mean()) for k in
-                                     ("outside_ms",) + keys}}}
+                                     ("outside_ms",) + keys + _E0_SPLIT_MORE}}}
     return out
 
 
@@ -1681,7 +1686,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "E0's time outside callbacks by its thread's scheduler counters (ms, p50 / p99 / "
              "max): its own CPU, runnable but waiting for its CPU, the rest (asleep, or taken by "
              "the host); waiting for its CPU inside callbacks; means in the 1% of instances with "
-             "the most time outside callbacks", _split_line)
+             "the most time outside callbacks; callbacks per instance, and the CPU time of "
+             "its longest gap between them", _split_line)
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "
@@ -1714,7 +1720,11 @@ def _split_line(b: dict) -> str | None:
                       f"{common.fmt(sp[k]['max'])}" for k in _E0_SPLIT)
             + f" | the 1% with the most ({top['instances']}): {common.fmt(top['outside_ms'])} = "
             + " + ".join(common.fmt(top[k]) for k in _E0_SPLIT[:3])
-            + f", inside waiting {common.fmt(top['inside_runq_ms'])}")
+            + f", inside waiting {common.fmt(top['inside_runq_ms'])}; callbacks "
+            f"{common.fmt(sp['callbacks']['p50'])} at the median, "
+            f"{common.fmt(top['callbacks'])} there; the longest gap's CPU "
+            f"{common.fmt(sp['longest_gap_cpu_ms']['p50'])} at the median, "
+            f"{common.fmt(top['longest_gap_cpu_ms'])} there")
 
 
 def _bound_text(b: dict) -> str:
