@@ -417,6 +417,13 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     assert abs(sum(v["p50"] for v in hops.values()) - data["results"]["4ST"]["PAAM"][
         "hot_path_ms"]["p50"]) < 0.2 * data["results"]["4ST"]["PAAM"]["hot_path_ms"]["p50"]
     assert "hot path" in r.stdout and "BP mean" in r.stdout and "by hop" in r.stdout
+    later = data["results"]["4ST"]["PAAM"]["later_lidar"]
+    assert later["front"]["n"] + later["rear"]["n"] == data["results"]["4ST"]["PAAM"][
+        "hot_path_ms"]["n"] and "which lidar's callback started later" in r.stdout
+    if os.path.exists("/proc/thread-self/schedstat"):  # E0's time split by its counters
+        split = data["results"]["4ST"]["PAAM"]["hot_executor_from_due"]["outside_split"]
+        assert split["callbacks"]["p50"] >= 6  # the hot path's own callbacks, at least
+        assert split["outside_cpu_ms"]["p50"] > 0
     for f in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png",
               "bp_period.csv", "summary.csv"):
         assert (tmp_path / f).stat().st_size > 0

@@ -158,8 +158,8 @@ HOT_IDS = frozenset(NODE_IDS[n] for n in HOT_PATH)
 HOT_HOPS = ("PointsTransformerFront", "PointsTransformerRear", "PointCloudFusion",
             "RayGroundFilter", "EuclideanClusterDetector")
 # end, latency, missing, 2 seqs, estimator start, lidar gap, timers' phase, later lidar's lateness,
-# then the hops
-_HOT_COLS = 9 + len(HOT_HOPS)
+# then the hops, then 1 where the front lidar's callback started later (0: the rear's)
+_HOT_COLS = 10 + len(HOT_HOPS)
 _NO_STAMP = -(1 << 62)  # a hop the sample's history does not hold
 _HOT_EXECUTOR = "E0"
 # the hot path executor's callbacks are noted from this long before the recording starts: the
@@ -780,7 +780,7 @@ class _Graph:
             phase = abs(due_f - due_r)
             late = start - (due_f if f[0] >= r[0] else due_r)
         self.hot.append((end, end - start, miss, f[1], r[1], oce_start - start, gap, phase, late)
-                        + hops)
+                        + hops + (int(f[0] >= r[0]),))
 
 
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
@@ -967,7 +967,10 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "lidar_gap_ms": hot_a[:, 6] / 1e6,
             "lidar_phase_ms": np.where(hot_a[:, 7] == _NO_STAMP, np.nan, hot_a[:, 7] / 1e6),
             "lidar_late_ms": np.where(hot_a[:, 8] == _NO_STAMP, np.nan, hot_a[:, 8] / 1e6),
-            "hops_ms": np.where(hot_a[:, 9:] == _NO_STAMP, np.nan, hot_a[:, 9:] / 1e6),
+            "hops_ms": np.where(hot_a[:, 9:-1] == _NO_STAMP, np.nan, hot_a[:, 9:-1] / 1e6),
+            # the KPI starts at the later lidar callback and so counts that lidar's transformer
+            # (the rear's holds the TPU segment): which one it was, per instance
+            "later_front": hot_a[:, -1].astype(bool),
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
@@ -1345,6 +1348,7 @@ def run(args: argparse.Namespace) -> int:
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
              "paam_gpu_request_ms_by_chain_priority": _request_by_priority(r["gpu_stages_ns"]),
              "hot_path_hops_ms": _hop_summary(lat, r["hops_ms"], r["latency_to_start_ms"]),
+             "later_lidar": _later_lidar(lat, r["later_front"]),
              "lidar_gap_ms": common.summarize(r["lidar_gap_ms"]),
              "lidar_phase_ms": common.summarize(r["lidar_phase_ms"][~np.isnan(
                  r["lidar_phase_ms"])]),
@@ -1370,9 +1374,9 @@ def run(args: argparse.Namespace) -> int:
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
         nan = np.full(len(lat), np.nan)
         bd = bd or {}
-        for e, x, d, st, gap, ph, late, hop, *e0 in zip(
+        for e, x, d, st, gap, ph, late, hop, front, *e0 in zip(
                 r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], r["lidar_gap_ms"],
-                r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"],
+                r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"], r["later_front"],
                 *(bd.get(k, nan) for k in _E0_COLS)):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
@@ -1382,6 +1386,7 @@ def run(args: argparse.Namespace) -> int:
                             "lidar_gap_ms": round(float(gap), 3),
                             "lidar_phase_ms": "" if np.isnan(ph) else round(float(ph), 3),
                             "lidar_late_ms": "" if np.isnan(late) else round(float(late), 3),
+                            "later_lidar": "front" if front else "rear",
                             # where the instance was: each hot-path callback's end and the
                             # estimator's start, from the later lidar stamp (a transformer of
                             # the earlier lidar may end before it; empty: not on record)
@@ -1487,6 +1492,15 @@ def _stage_summary(stages) -> dict:
 
 _HOP_NAMES = ("lidar->transformers", "->fusion", "->ray ground filter", "->cluster detector",
               "->estimator start", "estimator")
+
+
+def _later_lidar(lat: np.ndarray, front: np.ndarray) -> dict:
+    """The hot path split by which lidar's callback started later. Both timers fall due
+    together and have the same PiCAS priority, so the order is the executor's tie-break, which
+    can differ from run to run; the KPI, from the later callback, then counts that lidar's
+    transformer and not the other's, whose lengths differ (the rear's holds the TPU segment)."""
+    lat, front = np.asarray(lat, dtype=np.float64), np.asarray(front, dtype=bool)
+    return {k: common.summarize(lat[m]) for k, m in (("front", front), ("rear", ~front))}
 
 
 def _hop_summary(lat, hops, oce_start) -> dict:
@@ -1693,6 +1707,11 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "written | + the executor's and Python's cost per callback | + the settings "
              "callback holding E0 through its GPU request (synchronous segments); its inputs; "
              "the maximum observed from the due time", _bound_line)
+    _per_run(lines, summary, setups, methods, "later_lidar",
+             "which lidar's callback started later (the KPI's start, and its transformer in the "
+             "KPI: the rear's holds the TPU segment): instances, hot path p50 / max (ms)",
+             lambda d: ", ".join(f"{k} {v['n']}, {common.fmt(v['p50'])} / "
+                                 f"{common.fmt(v['max'])}" for k, v in d.items() if v["n"]))
     _per_run(lines, summary, setups, methods, "hot_path_hops_ms",
              "hot path by hop (ms: median / mean of the slowest 1% of instances)",
              lambda hops: ", ".join(f"{k} {common.fmt(v['p50'])} / "

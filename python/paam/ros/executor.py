@@ -142,6 +142,9 @@ class PicasExecutor(Executor):
         # First time each task was seen ready: FIFO among equal priorities.
         self._first_seen: "weakref.WeakKeyDictionary[Task, int]" = weakref.WeakKeyDictionary()
         self._seq = itertools.count()
+        # When each node was added: get_nodes() in that order (rclpy keeps them in a set).
+        self._node_rank: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+        self._node_seq = itertools.count()
         # Futures we already asked to wake us when done (ids of live futures).
         self._hooked: "weakref.WeakSet[Future]" = weakref.WeakSet()
         self._rt_priority: Optional[int] = None
@@ -182,6 +185,26 @@ class PicasExecutor(Executor):
         """The priority the executor uses for ``entity`` (``default_priority`` if none set);
         also for a task from :meth:`create_task`."""
         return getattr(entity, _PRIORITY_ATTR, self.default_priority)
+
+    def add_node(self, node) -> bool:
+        """rclpy's ``add_node``; the executor also notes when, for :meth:`get_nodes`."""
+        if node not in self._node_rank:
+            self._node_rank[node] = next(self._node_seq)
+        return super().add_node(node)
+
+    def remove_node(self, node) -> None:
+        super().remove_node(node)
+        self._node_rank.pop(node, None)
+
+    def get_nodes(self) -> list:
+        """The nodes in the order they were added. rclpy keeps them in a set, whose order
+        follows the nodes' addresses and so differs from run to run; both waits make handlers
+        node by node in this order, and equal priorities seen ready in one wait run in the
+        order their handlers were made. So with rclpy's order, which of two callbacks of equal
+        priority on different nodes ran first could change from one run to the next (case
+        study 2's two lidar timers: H100, 2026-11-24, docs/evaluation.md)."""
+        rank = self._node_rank
+        return sorted(super().get_nodes(), key=lambda n: rank.get(n, 1 << 62))
 
     def create_task(self, callback, *args, **kwargs) -> Task:
         """rclpy's ``create_task``; called from a callback this executor is running, the task

@@ -229,6 +229,39 @@ def test_equal_priorities_run_in_the_order_they_became_ready(ros_context, lean_w
     node.destroy_node()
 
 
+@pytest.mark.parametrize("lean_wait", [True, False])
+def test_equal_priorities_on_different_nodes_run_in_the_order_the_nodes_were_added(
+        ros_context, lean_wait):
+    """rclpy keeps an executor's nodes in a set, whose order follows their addresses: with it,
+    which of two equal-priority callbacks on different nodes ran first could differ by run."""
+    import rclpy
+
+    from paam.ros import PicasExecutor
+
+    tag = uuid.uuid4().hex[:8]
+    nodes = [rclpy.create_node(f"order_{i}_{tag}", context=ros_context) for i in range(12)]
+    order: list[int] = []
+    guards = [n.create_guard_condition(lambda i=i: order.append(i)) for i, n in enumerate(nodes)]
+    added = list(range(12))
+    added = added[5:] + added[:5][::-1]  # not creation order, nor the set's
+    executor = PicasExecutor(context=ros_context, lean_wait=lean_wait)
+    for i in added:
+        executor.add_node(nodes[i])
+        executor.set_callback_priority(guards[i], 7)
+    assert executor.get_nodes() == [nodes[i] for i in added]
+    for g in guards:
+        g.trigger()
+    for _ in range(12):
+        executor.spin_once(timeout_sec=0)  # all seen ready in the first wait
+    assert order == added
+    executor.remove_node(nodes[added[0]])
+    executor.add_node(nodes[added[0]])     # added again: now the last
+    assert executor.get_nodes()[-1] is nodes[added[0]]
+    executor.shutdown()
+    for n in nodes:
+        n.destroy_node()
+
+
 def test_callbacks_inherit_priorities_from_their_chains(ros_context):
     import rclpy
 
