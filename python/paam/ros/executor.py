@@ -7,7 +7,8 @@ RTAS 2021):
   callback priority (:meth:`PicasExecutor.set_callback_priority`), or inherit one from its chain
   (:meth:`PicasExecutor.add_chain`, PiCAS Algorithm 1); larger is more critical;
 * each time the executor picks work it re-polls readiness and runs the highest-priority ready
-  callback, FIFO among equal priorities (by the wait in which the executor first saw it ready);
+  callback, FIFO among equal priorities (by the wait in which the executor first saw it ready,
+  then by the order the nodes were added);
   never the stock executor's sweep over everything that was ready at one wait in type order
   (timers, subscriptions, guards, clients, services);
 * a task created while a callback runs — notably rclpy's done-callbacks of a client's
