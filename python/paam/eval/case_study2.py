@@ -1008,13 +1008,12 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     instance's or an earlier one's), busy in lower-priority callbacks (the analysis' blocking),
     outside any callback (the executor's own work, waits for messages), all in ms, and how many
     lower-priority callbacks started after the due time, and how many callbacks ran in it.
-    Where the thread's scheduler counters
-    were recorded, the time outside callbacks splits into E0's own CPU time (the executor,
-    Python), time runnable but waiting for its CPU (another thread had it), and the rest
-    (asleep: waiting for a message or timer; or taken by the host, which the guest's counters do
-    not see), with the CPU time of the one gap between callbacks that had the most; and the
-    run-queue wait inside callbacks. The gaps and callbacks at the instance's
-    edges count in proportion to their overlap with it. None where not recorded (awaited
+    Where the thread's scheduler counters were recorded, the time outside callbacks splits into
+    E0's own CPU time (the executor, Python), time runnable but waiting for its CPU (another
+    thread had it), and the rest (asleep: waiting for a message or timer; or taken by the host,
+    which the guest's counters do not see), with the CPU time of the one gap between callbacks
+    that had the most; and the run-queue wait inside callbacks. The gaps and callbacks at the
+    instance's edges count in proportion to their overlap with it. None where not recorded (awaited
     segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
     late = r.get("lidar_late_ms")
@@ -1087,13 +1086,13 @@ def _breakdown_summary(bd: dict | None) -> dict | None:
         # where E0's time outside callbacks went, over all instances and over the 1% with the
         # most of it (means)
         top = split & (bd["outside_ms"] >= np.quantile(bd["outside_ms"][split], 0.99))
-        keys = _E0_SPLIT
+        keys = _E0_SPLIT + _E0_SPLIT_MORE
         out["outside_split"] = {
             "instances": int(split.sum()),
-            **{k: common.summarize(bd[k][split]) for k in keys + _E0_SPLIT_MORE},
+            **{k: common.summarize(bd[k][split]) for k in keys},
             "most_outside_1pct": {"instances": int(top.sum()),
                                   **{k: float(bd[k][top].mean()) for k in
-                                     ("outside_ms",) + keys + _E0_SPLIT_MORE}}}
+                                     ("outside_ms",) + keys}}}
     return out
 
 
