@@ -443,10 +443,14 @@ class _Graph:
         self.async_segments = cfg["segments"] == "async" and self.method == "paam"
         # Every callback of the hot path's executor (E0) with synchronous segments, where one
         # thread runs them one at a time: (start, end, chain priority, then the thread's time on
-        # a CPU and runnable-but-waiting at its start and at its end), ns. Not in ROS 2's MT,
+        # a CPU and runnable-but-waiting at its start and at its end, then the CPU time the
+        # callback spent in the burn), ns. Not in ROS 2's MT,
         # whose four threads share E0's callbacks.
         self.hot_executor_calls: list[tuple[int, ...]] = []
         self.sched = common.ThreadSchedStat()
+        # per thread: ns of CPU its callbacks spent in the number cruncher's burn so far (the
+        # rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work)
+        self.burned = threading.local()
         self.hot_executor = (None if self.method == "ros2" and cfg["setup"] == "MT"
                              else _HOT_EXECUTOR)
 
@@ -459,9 +463,11 @@ class _Graph:
         calls = self.hot_executor_calls if executor == self.hot_executor else None
         prio = callback_priority(node, index)[0]
         sched = self.sched.read if calls is not None else lambda: (-1, -1)
+        burned = self.burned
 
         def call(*args) -> None:
             s0 = sched()
+            b0 = getattr(burned, "ns", 0)
             t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
@@ -469,7 +475,7 @@ class _Graph:
             except StopIteration:
                 if calls is not None and t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
                     t1 = time.monotonic_ns()
-                    calls.append((t0, t1, prio, *s0, *sched()))
+                    calls.append((t0, t1, prio, *s0, *sched(), getattr(burned, "ns", 0) - b0))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -560,6 +566,7 @@ class _Graph:
             c0 = time.thread_time_ns()
             crunch.request("spin", duration_ms=cpu_ms)
             c_seg = time.thread_time_ns()
+            self.burned.ns = getattr(self.burned, "ns", 0) + c_seg - c0
             if gpu_client is not None:
                 g0 = time.monotonic_ns()
                 await self._segment(gpu_client, gpu_ms, self.drop_gpu)
@@ -988,10 +995,12 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
 
 
 _E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started", "callbacks", "outside_cpu_ms",
-            "outside_runq_ms", "outside_rest_ms", "inside_runq_ms", "longest_gap_cpu_ms")
+            "outside_runq_ms", "outside_rest_ms", "inside_runq_ms", "longest_gap_cpu_ms",
+            "inside_beyond_burn_ms")
 _E0_SPLIT = ("outside_cpu_ms", "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
-_E0_SPLIT_MORE = ("callbacks", "longest_gap_cpu_ms")
-_CALL_COLS = 7  # hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end
+_E0_SPLIT_MORE = ("callbacks", "longest_gap_cpu_ms", "inside_beyond_burn_ms")
+# hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end, burn's CPU ns
+_CALL_COLS = 8
 
 
 def _by_start(parts: list) -> np.ndarray:
@@ -1012,8 +1021,10 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     E0's own CPU time (the executor, Python), time runnable but waiting for its CPU (another
     thread had it), and the rest (asleep: waiting for a message or timer; or taken by the host,
     which the guest's counters do not see), with the CPU time of the one gap between callbacks
-    that had the most; and the run-queue wait inside callbacks. The gaps and callbacks at the
-    instance's edges count in proportion to their overlap with it. None where not recorded (awaited
+    that had the most; the run-queue wait inside callbacks; and the CPU time inside callbacks
+    beyond the number cruncher's burn (Python's and rclpy's work there, a fixed amount: where it
+    grows with the time outside callbacks, the CPU itself ran slower). The gaps and callbacks at
+    the instance's edges count in proportion to their overlap with it. None where not recorded (awaited
     segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
     late = r.get("lidar_late_ms")
@@ -1065,6 +1076,8 @@ def _split_by_scheduler(out: dict, i: int, calls: np.ndarray, a: int, b: int, lo
     wi = (np.minimum(stops[lo:hi], b) - np.maximum(starts[lo:hi], a)) / np.maximum(
         stops[lo:hi] - starts[lo:hi], 1)
     out["inside_runq_ms"][i] = float(((inside[:, 6] - inside[:, 4]) * wi).sum() / 1e6)
+    out["inside_beyond_burn_ms"][i] = float(
+        ((inside[:, 5] - inside[:, 3] - inside[:, 7]) * wi).sum() / 1e6)
 
 
 def _breakdown_summary(bd: dict | None) -> dict | None:
@@ -1699,8 +1712,10 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "E0's time outside callbacks by its thread's scheduler counters (ms, p50 / p99 / "
              "max): its own CPU, runnable but waiting for its CPU, the rest (asleep, or taken by "
              "the host); waiting for its CPU inside callbacks; means in the 1% of instances with "
-             "the most time outside callbacks; callbacks per instance, and the CPU time of "
-             "its longest gap between them", _split_line)
+             "the most time outside callbacks; callbacks per instance, the CPU time of its "
+             "longest gap between them, and its CPU time inside callbacks beyond the number "
+             "cruncher's burn (Python's and rclpy's: grown with the rest, the CPU ran slower)",
+             _split_line)
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "
@@ -1742,7 +1757,9 @@ def _split_line(b: dict) -> str | None:
             f"{common.fmt(sp['callbacks']['p50'])} at the median, "
             f"{common.fmt(top['callbacks'])} there; the longest gap's CPU "
             f"{common.fmt(sp['longest_gap_cpu_ms']['p50'])} at the median, "
-            f"{common.fmt(top['longest_gap_cpu_ms'])} there")
+            f"{common.fmt(top['longest_gap_cpu_ms'])} there; CPU inside callbacks beyond the "
+            f"burn {common.fmt(sp['inside_beyond_burn_ms']['p50'])} at the median, "
+            f"{common.fmt(top['inside_beyond_burn_ms'])} there")
 
 
 def _bound_text(b: dict) -> str:
