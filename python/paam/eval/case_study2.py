@@ -1024,8 +1024,8 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     that had the most; the run-queue wait inside callbacks; and the CPU time inside callbacks
     beyond the number cruncher's burn (Python's and rclpy's work there, a fixed amount: where it
     grows with the time outside callbacks, the CPU itself ran slower). The gaps and callbacks at
-    the instance's edges count in proportion to their overlap with it. None where not recorded (awaited
-    segments, ROS 2's MT, runs before the record existed)."""
+    the instance's edges count in proportion to their overlap with it. None where not recorded
+    (awaited segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
     late = r.get("lidar_late_ms")
     if calls is None or not len(calls) or late is None:
