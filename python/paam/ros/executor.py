@@ -143,9 +143,11 @@ class PicasExecutor(Executor):
         # First time each task was seen ready: FIFO among equal priorities.
         self._first_seen: "weakref.WeakKeyDictionary[Task, int]" = weakref.WeakKeyDictionary()
         self._seq = itertools.count()
-        # When each node was added: get_nodes() in that order (rclpy keeps them in a set).
+        # When each node was added: get_nodes() in that order (rclpy keeps them in a set), kept
+        # sorted until a node is added or removed.
         self._node_rank: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
         self._node_seq = itertools.count()
+        self._nodes_in_order: Optional[list] = None
         # Futures we already asked to wake us when done (ids of live futures).
         self._hooked: "weakref.WeakSet[Future]" = weakref.WeakSet()
         self._rt_priority: Optional[int] = None
@@ -191,11 +193,13 @@ class PicasExecutor(Executor):
         """rclpy's ``add_node``; the executor also notes when, for :meth:`get_nodes`."""
         if node not in self._node_rank:
             self._node_rank[node] = next(self._node_seq)
+        self._nodes_in_order = None
         return super().add_node(node)
 
     def remove_node(self, node) -> None:
         super().remove_node(node)
         self._node_rank.pop(node, None)
+        self._nodes_in_order = None
 
     def get_nodes(self) -> list:
         """The nodes in the order they were added. rclpy keeps them in a set, whose order
@@ -204,8 +208,13 @@ class PicasExecutor(Executor):
         order their handlers were made. So with rclpy's order, which of two callbacks of equal
         priority on different nodes ran first could change from one run to the next (case
         study 2's two lidar timers: H100, 2026-11-24, docs/evaluation.md)."""
-        rank = self._node_rank
-        return sorted(super().get_nodes(), key=lambda n: rank.get(n, 1 << 62))
+        with self._nodes_lock:
+            nodes = self._nodes_in_order
+            if nodes is None or len(nodes) != len(self._nodes):
+                rank = self._node_rank
+                nodes = self._nodes_in_order = sorted(self._nodes,
+                                                      key=lambda n: rank.get(n, 1 << 62))
+            return list(nodes)
 
     def create_task(self, callback, *args, **kwargs) -> Task:
         """rclpy's ``create_task``; called from a callback this executor is running, the task

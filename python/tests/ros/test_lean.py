@@ -25,14 +25,18 @@ def test_a_lean_node_and_its_topics_have_only_what_the_workload_uses():
         assert node.get_namespace() == "/paam_test"
         assert len(list(stock.services)) == 7  # parameters (6) and type description
         assert list(node.services) == []
-        base = len(list(node.waitables))  # the /parameter_events publisher's two handlers
-        assert base == len(list(stock.waitables)) == 2
+        # rclpy gives the /parameter_events publisher two handlers; the lean node drops them
+        assert len(list(stock.waitables)) == 2
+        assert list(node.waitables) == []
+        assert [p.topic_name for p in node.publishers] == ["/parameter_events"]
         node.create_publisher(Int64, "t", 1, **lean_publisher_options())
         node.create_subscription(Int64, "t", lambda _m: None, 1, **lean_subscription_options())
-        assert len(list(node.waitables)) == base
+        assert list(node.waitables) == []
         node.create_publisher(Int64, "u", 1)  # rclpy's defaults add two handlers
-        assert len(list(node.waitables)) == base + 2
-        node.destroy_node()  # its entities go cleanly
+        assert len(list(node.waitables)) == 2
+        node.declare_parameter("p", 1)  # setting it publishes on /parameter_events
+        assert node.set_parameters([Parameter("p", value=2)])[0].successful
+        node.destroy_node()  # its entities go cleanly, /parameter_events' publisher too
         stock.destroy_node()
     finally:
         rclpy.shutdown(context=ctx)
