@@ -462,12 +462,11 @@ class _Graph:
             return fn
         calls = self.hot_executor_calls if executor == self.hot_executor else None
         prio = callback_priority(node, index)[0]
-        sched = self.sched.read if calls is not None else lambda: (-1, -1)
-        burned = self.burned
+        sched, burned = self.sched.read, self.burned
 
         def call(*args) -> None:
-            s0 = sched()
-            b0 = getattr(burned, "ns", 0)
+            if calls is not None:  # (E0's callbacks only: the record's counters at the start)
+                s0, b0 = sched(), getattr(burned, "ns", 0)
             t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
@@ -985,7 +984,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gc_ns": gc_ns,
             "gpu_segment_ms": gpu_wall,
             # the hot path executor's callbacks: start, end (ns), chain priority, E0's thread on
-            # a CPU and waiting for one at the start and at the end (ns, -1: unknown); by start
+            # a CPU and waiting for one at the start and at the end (ns, -1: unknown), the CPU
+            # time it spent in the burn (ns); by start
             "hot_executor_calls_ns": _by_start(hot_calls),
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
@@ -1508,8 +1508,9 @@ _HOP_NAMES = ("lidar->transformers", "->fusion", "->ray ground filter", "->clust
 
 def _later_lidar(lat: np.ndarray, front: np.ndarray) -> dict:
     """The hot path split by which lidar's callback started later. Both timers fall due
-    together and have the same PiCAS priority, so the order is the executor's tie-break, which
-    can differ from run to run; the KPI, from the later callback, then counts that lidar's
+    together and have the same PiCAS priority, so the order is the executor's tie-break: the
+    PicasExecutor's follows the order the nodes were added, rclpy's executors' can change from
+    run to run or instance to instance. The KPI, from the later callback, counts that lidar's
     transformer and not the other's, whose lengths differ (the rear's holds the TPU segment)."""
     lat, front = np.asarray(lat, dtype=np.float64), np.asarray(front, dtype=bool)
     return {k: common.summarize(lat[m]) for k, m in (("front", front), ("rear", ~front))}

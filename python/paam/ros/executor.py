@@ -210,6 +210,8 @@ class PicasExecutor(Executor):
         study 2's two lidar timers: H100, 2026-11-24, docs/evaluation.md)."""
         with self._nodes_lock:
             nodes = self._nodes_in_order
+            # (add_node clears the cache before rclpy adds the node: a get_nodes in between
+            # caches the old set, which the length shows)
             if nodes is None or len(nodes) != len(self._nodes):
                 rank = self._node_rank
                 nodes = self._nodes_in_order = sorted(self._nodes,

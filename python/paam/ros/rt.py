@@ -210,7 +210,7 @@ def _apply_timer_slack(report: RtReport) -> None:
     report.messages.append(f"timer slack {TIMER_SLACK_NS} ns")
 
 
-_prctl = None  # libc's prctl, looked up at the first tighten_timer_slack (False: none there)
+_prctl = None  # libc's prctl, looked up at first use (False: none there)
 
 
 def _libc_prctl():
@@ -236,7 +236,7 @@ def tighten_timer_slack() -> Optional[int]:
     PicasExecutor's zero-timeout polls sleeps that long in a thread without :func:`apply_rt`
     (:func:`_apply_timer_slack`). Never raises; costs one prctl where nothing is changed,
     three with the restore."""
-    prctl = _prctl if _prctl is not None else _libc_prctl()
+    prctl = _libc_prctl()
     if not prctl:
         return None
     # (prctl's int return: a slack above INT_MAX, or -1 for an error, reads <= 1: left alone)
