@@ -8,8 +8,10 @@ after the wait scans the waitable list once per waitable. The PicasExecutor wait
 pick, so on case study 2's hot path that was the larger part of the executor's own time.
 
 :class:`ReadinessScanner` keeps what does not change between waits: the executor's nodes and
-their entity lists (rebuilt when a node is added or removed or one of its lists differs from the
-copy kept) and one rcl wait set sized for all of them (cleared and refilled at each wait). At each
+their entity lists (looked at again only after the executor was woken, which rclpy does whenever
+a node creates or destroys an entity, and rebuilt when a node was added or removed or one of its
+lists differs from the copy kept), the entities flattened with their handles' addresses, and one
+rcl wait set sized for all of them (cleared and refilled at each wait). At each
 wait it still leaves out entities with a handler pending or a busy callback group, enters the
 handle of every entity it waits on (so none is destroyed during the wait), and re-triggers guard
 conditions triggered but not yet handled, as rclpy does. Ready entities get their handlers from
@@ -64,21 +66,38 @@ def _entity_lists(node) -> tuple:
 
 
 class _Snapshot:
-    """The executor's nodes and copies of their entity lists, with a wait set that fits them."""
+    """The executor's nodes and copies of their entity lists, with a wait set that fits them, and
+    the entities flattened in the order rclpy makes handlers (node by node: timers,
+    subscriptions, guard conditions, clients, services), each with its handle and the handle's
+    address (what the wait reports ready), so a wait walks one list."""
 
-    __slots__ = ("nodes", "lists", "wait_set")
+    __slots__ = ("nodes", "lists", "wait_set", "entries", "waitables")
 
     def __init__(self, nodes: list, context) -> None:
         self.nodes = nodes
         self.lists = [tuple(list(lst) for lst in _entity_lists(n)) for n in nodes]
         count = [0, 2, 0, 0, 0, 0]  # subscriptions, guards (+ the executor's two), timers, ...
-        for timers, subs, guards, clients, services, waitables in self.lists:
+        # (entity, handle, address, kind: the index in _KINDS, node)
+        self.entries: list = []
+        self.waitables: list = []  # (waitable, node)
+        for node, (timers, subs, guards, clients, services, waitables) in zip(nodes,
+                                                                              self.lists):
             count[0] += len(subs)
             count[1] += len(guards)
             count[2] += len(timers)
             count[3] += len(clients)
             count[4] += len(services)
+            for kind, group in enumerate((timers, subs, guards, clients, services)):
+                for e in group:
+                    handle = e.handle
+                    try:
+                        with handle:
+                            address = handle.pointer
+                    except InvalidHandle:
+                        continue  # destroyed: never ready again
+                    self.entries.append((e, handle, address, kind, node))
             for w in waitables:
+                self.waitables.append((w, node))
                 n = w.get_num_entities()
                 count[0] += n.num_subscriptions
                 count[1] += n.num_guard_conditions
@@ -99,56 +118,54 @@ class _Snapshot:
         return True
 
 
+_TIMER, _SUBSCRIPTION, _GUARD, _CLIENT, _SERVICE = range(5)
+_READY_KIND = ("timer", "subscription", "guard_condition", "client", "service")
+
+
 class _Selection:
     """The entities of one wait: those free to start (no handler pending, callback group free)
     and kept by the caller's filter, their handles entered until :meth:`release`."""
 
-    __slots__ = ("per_node", "timers", "subs", "guards", "clients", "services", "waitables",
-                 "entered", "_free", "_keep")
+    __slots__ = ("entries", "waitables", "kinds", "entered")
 
     def __init__(self, snap: _Snapshot, keep: Optional[Callable[[object], bool]]) -> None:
         self.entered: list = []
-        self._free: dict = {}  # callback group -> may start (None: ask the group per entity)
-        self._keep = keep
-        self.per_node = []
-        self.timers, self.subs, self.guards, self.clients, self.services = [], [], [], [], []
+        self.entries: list = []  # the snapshot's entries selected, in its order
+        self.kinds = [False] * 5  # which kinds were selected
+        free: dict = {}  # callback group -> may start (None: ask the group per entity)
+        entered, entries, kinds = self.entered, self.entries, self.kinds
+        for rec in snap.entries:
+            e = rec[0]
+            if e._executor_event or (keep is not None and not keep(e)):
+                continue
+            group = e.callback_group
+            ok = free.get(group, _UNKNOWN)
+            if ok is _UNKNOWN:
+                cls = type(group)
+                if cls is MutuallyExclusiveCallbackGroup:
+                    ok = group._active_entity is None
+                elif cls is ReentrantCallbackGroup:
+                    ok = True
+                else:
+                    ok = None
+                free[group] = ok
+            if not (group.can_execute(e) if ok is None else ok):
+                continue
+            handle = rec[1]
+            try:
+                handle.__enter__()
+            except InvalidHandle:
+                continue
+            entered.append(handle)
+            entries.append(rec)
+            kinds[rec[3]] = True
         self.waitables = []  # (waitable, node)
-        ok = self._ok
-        for node, (timers, subs, guards, clients, services, waitables) in zip(snap.nodes,
-                                                                              snap.lists):
-            mine = ([t for t in timers if ok(t, t.handle)],
-                    [s for s in subs if ok(s, s.handle)],
-                    [g for g in guards if ok(g, g.handle)],
-                    [c for c in clients if ok(c, c.handle)],
-                    [s for s in services if ok(s, s.handle)])
-            self.per_node.append((node, mine))
-            self.timers += mine[0]
-            self.subs += mine[1]
-            self.guards += mine[2]
-            self.clients += mine[3]
-            self.services += mine[4]
-            self.waitables += [(w, node) for w in waitables if ok(w, w)]
-
-    def _ok(self, e, handle) -> bool:
-        """``e`` may start and is kept; if so its ``handle`` is entered (False if destroyed)."""
-        if e._executor_event:
-            return False
-        if self._keep is not None and not self._keep(e):
-            return False
-        group = e.callback_group
-        free = self._free.get(group, _UNKNOWN)
-        if free is _UNKNOWN:
-            kind = type(group)
-            if kind is MutuallyExclusiveCallbackGroup:
-                free = group._active_entity is None
-            elif kind is ReentrantCallbackGroup:
-                free = True
-            else:
-                free = None
-            self._free[group] = free
-        if not (group.can_execute(e) if free is None else free):
-            return False
-        return self.enter(handle)
+        for w, node in snap.waitables:
+            if w._executor_event or (keep is not None and not keep(w)):
+                continue
+            group = w.callback_group
+            if group.can_execute(w) and self.enter(w):
+                self.waitables.append((w, node))
 
     def enter(self, handle) -> bool:
         try:
@@ -158,45 +175,45 @@ class _Selection:
         self.entered.append(handle)
         return True
 
+    def guards(self) -> list:
+        return [rec[0] for rec in self.entries if rec[3] == _GUARD]
+
     def fill(self, ws, own: list) -> None:
         """Clear ``ws`` and add the selected entities and the guard conditions ``own``."""
         ws.clear_entities()
-        for s in self.subs:
-            ws.add_subscription(s.handle)
-        for c in self.clients:
-            ws.add_client(c.handle)
-        for s in self.services:
-            ws.add_service(s.handle)
-        for t in self.timers:
-            ws.add_timer(t.handle)
-        for g in self.guards:
-            ws.add_guard_condition(g.handle)
+        add = (ws.add_timer, ws.add_subscription, ws.add_guard_condition, ws.add_client,
+               ws.add_service)
+        for rec in self.entries:
+            add[rec[3]](rec[1])
         for g in own:
             ws.add_guard_condition(g.handle)
         for w, _node in self.waitables:
             w.add_to_wait_set(ws)
 
-    def readiness(self, ws, own: list = ()) -> tuple:
+    def ready(self, ws, own: list = ()) -> list:
         """After ``ws.wait``: mark the selected guard conditions (and ``own``) that the wait
-        found triggered, as rclpy does (the wait consumed their triggers), and return per kind,
-        in ``per_node``'s order (timers, subscriptions, guards, clients, services), whether an
-        entity is ready."""
-        ready = set(ws.get_ready_entities("guard_condition"))
-        for g in self.guards + list(own):
-            if g.handle.pointer in ready:
-                g._executor_triggered = True
-
-        def ready_in(kind: str, group: list):
-            return set(ws.get_ready_entities(kind)) if group else ()
-        timers = ready_in("timer", self.timers)
-        subs = ready_in("subscription", self.subs)
-        clients = ready_in("client", self.clients)
-        services = ready_in("service", self.services)
-        return (lambda t: t.handle.pointer in timers and t.handle.is_timer_ready(),
-                lambda s: s.handle.pointer in subs,
-                lambda g: g._executor_triggered,
-                lambda c: c.handle.pointer in clients,
-                lambda s: s.handle.pointer in services)
+        found triggered, as rclpy does (the wait consumed their triggers), and return the
+        selected entries that are ready, in the snapshot's order."""
+        kinds = self.kinds
+        sets = [set(ws.get_ready_entities(_READY_KIND[k])) if kinds[k] else () for k in range(5)]
+        if own:
+            triggered = sets[_GUARD] if kinds[_GUARD] else set(
+                ws.get_ready_entities("guard_condition"))
+            for g in own:
+                if g.handle.pointer in triggered:
+                    g._executor_triggered = True
+        out = []
+        for rec in self.entries:
+            if rec[2] in sets[rec[3]]:
+                kind = rec[3]
+                if kind == _GUARD:
+                    rec[0]._executor_triggered = True
+                elif kind == _TIMER and not rec[1].is_timer_ready():
+                    continue  # (rclpy's check: a cancelled timer can be reported ready)
+                out.append(rec)
+            elif rec[3] == _GUARD and rec[0]._executor_triggered:
+                out.append(rec)  # triggered before, its handler not made yet
+        return out
 
     def release(self) -> None:
         for handle in reversed(self.entered):
@@ -259,8 +276,7 @@ class ReadinessScanner:
                 if waitables_answer:
                     return True
                 sel.waitables = []  # not watched here: the next wait() sees them
-            if not (sel.subs or sel.timers or sel.guards or sel.clients or sel.services
-                    or wake_guard):
+            if not (sel.entries or wake_guard):
                 return False
             own = []
             if wake_guard:
@@ -272,9 +288,7 @@ class ReadinessScanner:
             ws = snap.wait_set
             sel.fill(ws, own)
             wait_on(ws, timeout_ns)
-            ready = sel.readiness(ws)
-            return any(is_ready(e) for _node, groups in sel.per_node
-                       for group, is_ready in zip(groups, ready) for e in group)
+            return bool(sel.ready(ws))
         finally:
             sel.release()
 
@@ -284,10 +298,20 @@ class ReadinessScanner:
         self._snap = None
 
     def _snapshot(self) -> _Snapshot:
-        nodes = self._ex.get_nodes()
+        """The snapshot, checked against the nodes only after the executor was woken: rclpy
+        wakes a node's executor (``Executor.wake``) whenever it creates or destroys one of
+        the node's entities, and the PicasExecutor notes that in ``_entities_changed``.
+        Other executors get the check at every wait."""
+        ex = self._ex
         snap = self._snap
+        changed = getattr(ex, "_entities_changed", None)
+        if snap is not None and changed is False:
+            return snap
+        if changed:
+            ex._entities_changed = False  # (cleared before the lists are read)
+        nodes = ex.get_nodes()
         if snap is None or not snap.current(nodes):
-            snap = self._snap = _Snapshot(nodes, self._ex._context)
+            snap = self._snap = _Snapshot(nodes, ex._context)
         return snap
 
     def _wait_once(self, timeout_ns: int) -> bool:
@@ -296,7 +320,7 @@ class ReadinessScanner:
         snap = self._snapshot()
         sel = _Selection(snap, None)
         try:
-            for g in sel.guards:
+            for g in sel.guards():
                 if g._executor_triggered:  # triggered, not handled yet: wake at once
                     g.trigger()
             own = [g for g in (ex._guard, ex._sigint_gc) if g is not None and sel.enter(g.handle)]
@@ -309,7 +333,7 @@ class ReadinessScanner:
                 return False
             if not ex._context.ok():
                 raise ExternalShutdownException()
-            ready = sel.readiness(ws, own)
+            ready = sel.ready(ws, own)
             made = False
             for w, node in sel.waitables:  # rclpy's order: waitables, then node by node
                 if w.is_ready(ws):
@@ -317,12 +341,9 @@ class ReadinessScanner:
                     made = True
             takes = (ex._take_timer, ex._take_subscription, ex._take_guard_condition,
                      ex._take_client, ex._take_service)
-            for node, groups in sel.per_node:
-                for group, is_ready, take in zip(groups, ready, takes):
-                    for e in group:
-                        if is_ready(e):
-                            ex._make_handler(e, node, take)
-                            made = True
+            for e, _handle, _address, kind, node in ready:
+                ex._make_handler(e, node, takes[kind])
+                made = True
             return made
         finally:
             sel.release()

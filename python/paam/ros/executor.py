@@ -135,6 +135,9 @@ class PicasExecutor(Executor):
     def __init__(self, *, context=None, default_priority: int = 0,
                  callback_priority: bool = True, awaiting_holds_priority: bool = False,
                  lean_wait: bool = True) -> None:
+        # Set by wake(), which rclpy calls whenever a node of this executor creates or destroys
+        # an entity: the scanner then checks its copy of the entity lists (_readiness).
+        self._entities_changed = True
         super().__init__(context=context)
         self._scanner = ReadinessScanner(self) if lean_wait else None
         self.default_priority = int(default_priority)
@@ -194,12 +197,21 @@ class PicasExecutor(Executor):
         if node not in self._node_rank:
             self._node_rank[node] = next(self._node_seq)
         self._nodes_in_order = None
-        return super().add_node(node)
+        added = super().add_node(node)
+        self._entities_changed = True
+        return added
 
     def remove_node(self, node) -> None:
         super().remove_node(node)
         self._node_rank.pop(node, None)
         self._nodes_in_order = None
+        self._entities_changed = True
+
+    def wake(self) -> None:
+        """rclpy's ``wake``: nodes call it when they create or destroy an entity, so the
+        executor's own wait also looks at the nodes' entities again."""
+        self._entities_changed = True
+        super().wake()
 
     def get_nodes(self) -> list:
         """The nodes in the order they were added. rclpy keeps them in a set, whose order

@@ -490,6 +490,13 @@ def test_entities_and_nodes_added_or_destroyed_while_spinning_are_waited_on_as_t
     while time.monotonic() < t_end:
         executor.spin_once(timeout_sec=0.02)
     assert ran.count("other") == n_other, "a removed node's timer ran"
+    # created from another thread while the executor is blocked in its wait: rclpy wakes the
+    # executor, which must look at the entity lists again rather than its kept copy
+    late = threading.Timer(0.2, lambda: node.create_timer(
+        0.01, lambda: ran.append("late")))
+    late.start()
+    spin_until(lambda: "late" in ran, "a timer created from another thread mid-wait never ran")
+    late.join()
     executor.shutdown()
     assert executor._scanner._snap is None, "a shut-down executor still holds the nodes"
     other.destroy_node()
