@@ -15,7 +15,9 @@ size 0, ``spin`` with a zero duration (parameters only, no payload).
 
 Then the executor: K ready callbacks with trivial bodies, run by rclpy's SingleThreadedExecutor
 and by PicasExecutor; per callback, the time of each, and the PicasExecutor's own refresh (re-poll
-readiness) and choice (pick the highest priority) costs.
+readiness) and choice (pick the highest priority) costs. And a hot path's pattern: a chain of
+subscriptions on one executor, each callback publishing the next message; per hop, the wall time
+and the CPU time outside the callbacks.
 
 Writes ros-bench.json and ros-bench.md into ``--out``.
 """
@@ -46,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", default="suspend", choices=["spin", "suspend", "hybrid"])
     p.add_argument("--callbacks", type=int, default=16, help="ready callbacks per executor round")
     p.add_argument("--rounds", type=int, default=300, help="executor rounds")
+    p.add_argument("--hops", type=int, default=8, help="subscriptions in the chain benchmark")
     p.add_argument("--out", default="results/ros-bench")
     p.set_defaults(func=run)
 
@@ -312,6 +315,78 @@ def _executor_overhead(args) -> dict:
     return out
 
 
+def _executor_chain(args) -> dict:
+    """A hot path's pattern: a chain of ``args.hops`` subscriptions on one executor, each
+    callback publishing the next message (std_msgs/Int64MultiArray of 40 values, KEEP_LAST(1),
+    reliable, lean nodes), started by a publish from the spinning thread. Per hop: the wall time
+    and the thread's CPU time outside the callbacks (the executor's and rclpy's own work)."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Int64MultiArray
+
+    from paam.ros import PicasExecutor, lean
+
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    hops, out = args.hops, {}
+    for kind in ("SingleThreadedExecutor", "PicasExecutor"):
+        ctx = Context()
+        rclpy.init(context=ctx)
+        ns = f"paam_bench_chain_{os.getpid()}"
+        nodes = [lean.create_lean_node(f"hop{i}", context=ctx, namespace=ns)
+                 for i in range(hops + 1)]
+        pubs = [n.create_publisher(Int64MultiArray, f"t{i}", qos, **lean.lean_publisher_options())
+                for i, n in enumerate(nodes)]
+        inside, ended = [0], [0]
+
+        def make(i):
+            def cb(msg):
+                c0 = time.thread_time_ns()
+                if i < hops:
+                    m = Int64MultiArray()
+                    m.data = msg.data
+                    pubs[i].publish(m)
+                else:
+                    ended[0] += 1
+                inside[0] += time.thread_time_ns() - c0
+            return cb
+        subs = [nodes[i].create_subscription(Int64MultiArray, f"t{i - 1}", make(i), qos,
+                                             **lean.lean_subscription_options())
+                for i in range(1, hops + 1)]
+        ex = (SingleThreadedExecutor(context=ctx) if kind == "SingleThreadedExecutor"
+              else PicasExecutor(context=ctx))
+        for n in nodes:
+            ex.add_node(n)
+        if isinstance(ex, PicasExecutor):
+            for i, sub in enumerate(subs):  # later stages more critical, as PiCAS assigns
+                ex.set_callback_priority(sub, 10 + i)
+        time.sleep(0.5)  # discovery between the nodes' readers and writers
+        wall, cpu = [], []
+        for r in range(args.rounds + 20):
+            inside[0], before = 0, ended[0]
+            m = Int64MultiArray()
+            m.data = list(range(40))
+            t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+            pubs[0].publish(m)
+            deadline = time.monotonic() + 5
+            while ended[0] == before and time.monotonic() < deadline:
+                ex.spin_once(timeout_sec=0.5)
+            if ended[0] == before:
+                raise RuntimeError(f"ros-bench: the {kind} chain did not complete in 5 s")
+            c1, t1 = time.thread_time_ns(), time.perf_counter_ns()
+            if r >= 20:
+                wall.append((t1 - t0) / 1e3 / hops)
+                cpu.append((c1 - c0 - inside[0]) / 1e3 / hops)
+        out[kind] = {"per_hop_wall_us": _summary(wall), "per_hop_cpu_outside_us": _summary(cpu)}
+        ex.shutdown()
+        for n in nodes:
+            n.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return out
+
+
 # -- driver ------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> int:
@@ -365,10 +440,16 @@ def run(args: argparse.Namespace) -> int:
                      f"{e['refresh_us_per_pick']:.1f} us ({e['refreshes_per_pick']:.2f} per pick)")
         print(f"  {kind:28s} p50 {e['per_callback_us']['p50']:7.1f} us{extra}", flush=True)
 
+    print(f"executor, a chain of {args.hops} subscriptions, per hop:", flush=True)
+    chain = _executor_chain(args)
+    for kind, e in chain.items():
+        print(f"  {kind:28s} wall p50 {e['per_hop_wall_us']['p50']:7.1f} us, CPU outside "
+              f"callbacks p50 {e['per_hop_cpu_outside_us']['p50']:7.1f} us", flush=True)
+
     result = {"machine": machine, "date": dt.date.today().isoformat(),
               "command": "paam ros-bench " + " ".join(sys.argv[2:]), "wait": args.wait,
               "requests": args.requests, "round_trips": rows, "callbacks": args.callbacks,
-              "executor": ex}
+              "executor": ex, "hops": args.hops, "executor_chain": chain}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ros-bench.json").write_text(json.dumps(result, indent=2))
@@ -400,6 +481,15 @@ def _markdown(r: dict) -> str:
         lines.append(f"| {kind} | {e['per_callback_us']['p50']:.1f} | "
                      f"{cell(e, 'choose_us_per_pick')} | {cell(e, 'poll_us_per_pick')} | "
                      f"{cell(e, 'refresh_us_per_pick')} |")
+    if "executor_chain" in r:
+        lines += ["", f"Executor, a chain of {r['hops']} subscriptions on one executor, each "
+                  "callback publishing the next message:", "",
+                  "| executor | per hop wall p50 / p99 (µs) | per hop CPU outside callbacks p50 "
+                  "/ p99 (µs) |", "|---|---:|---:|"]
+        for kind, e in r["executor_chain"].items():
+            w, c = e["per_hop_wall_us"], e["per_hop_cpu_outside_us"]
+            lines.append(f"| {kind} | {w['p50']:.1f} / {w['p99']:.1f} | "
+                         f"{c['p50']:.1f} / {c['p99']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
