@@ -176,6 +176,7 @@ class _Selection:
         return True
 
     def guards(self) -> list:
+        """The selected guard conditions."""
         return [rec[0] for rec in self.entries if rec[3] == _GUARD]
 
     def fill(self, ws, own: list) -> None:
