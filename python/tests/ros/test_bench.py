@@ -1,4 +1,4 @@
-"""``paam ros-bench``'s reading of its helper processes' output (no ROS needed)."""
+"""``paam ros-bench``: the reading of its helper processes' output, and the executor chain."""
 from __future__ import annotations
 
 import subprocess
@@ -70,3 +70,18 @@ def test_timeout(children):
     p = children("import time; print('hello', flush=True); time.sleep(30)")
     with pytest.raises(SystemExit, match="did not within"):
         _wait_line(p, "ready", 0.5)
+
+
+def test_the_chain_bench_runs_every_hop_on_both_executors():
+    """``paam ros-bench``'s chain part: each round must pass the message through every hop on
+    each executor (it raises when a round does not finish), and report per-hop figures."""
+    import argparse
+
+    from paam.ros.bench import _executor_chain
+
+    out = _executor_chain(argparse.Namespace(hops=3, rounds=5))
+    assert set(out) == {"SingleThreadedExecutor", "PicasExecutor"}
+    for kind, e in out.items():
+        assert e["per_hop_wall_us"]["n"] == 5, kind
+        # (the thread's CPU time within a round cannot exceed the round's wall time)
+        assert 0 < e["per_hop_cpu_outside_us"]["p50"] <= e["per_hop_wall_us"]["p50"], kind
