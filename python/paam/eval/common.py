@@ -267,7 +267,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "(its --thread-cpus; with --server-poll-us always a never-sleeping "
                         "thread then never shares a core); ignored when paamd has fewer cores of "
                         "its own than threads")
-    p.add_argument("--server-cores", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--server-cores", type=positive_int, default=None, metavar="N",
                    help="confine paamd's threads to the first N of the cores no executor uses "
                         "(default: all of them). An experiment's knob: on a VM the host steals "
                         "only from vCPUs that run, and paamd's threads run on vCPUs the direct "
@@ -303,7 +303,8 @@ def _cuda_wait(text: str) -> str:
         f"expected spin, poll, block, nap or nap:US (US = 1..10000), got {text!r}")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of 1 or more."""
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")

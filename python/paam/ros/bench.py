@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from paam.eval.common import positive_int
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ros-bench", help="ROS 2 round trips: bridge vs bare rclpy service vs "
@@ -48,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", default="suspend", choices=["spin", "suspend", "hybrid"])
     p.add_argument("--callbacks", type=int, default=16, help="ready callbacks per executor round")
     p.add_argument("--rounds", type=int, default=300, help="executor rounds")
-    p.add_argument("--hops", type=int, default=8, help="subscriptions in the chain benchmark")
+    p.add_argument("--hops", type=positive_int, default=8,
+                   help="subscriptions in the chain benchmark")
     p.add_argument("--out", default="results/ros-bench")
     p.set_defaults(func=run)
 
@@ -357,33 +360,40 @@ def _executor_chain(args) -> dict:
                 for i in range(1, hops + 1)]
         ex = (SingleThreadedExecutor(context=ctx) if kind == "SingleThreadedExecutor"
               else PicasExecutor(context=ctx))
-        for n in nodes:
-            ex.add_node(n)
-        if isinstance(ex, PicasExecutor):
-            for i, sub in enumerate(subs):  # later stages more critical, as PiCAS assigns
-                ex.set_callback_priority(sub, 10 + i)
-        time.sleep(0.5)  # discovery between the nodes' readers and writers
-        wall, cpu = [], []
-        for r in range(args.rounds + 20):
-            inside[0], before = 0, ended[0]
-            m = Int64MultiArray()
-            m.data = list(range(40))
-            t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-            pubs[0].publish(m)
-            deadline = time.monotonic() + 5
-            while ended[0] == before and time.monotonic() < deadline:
-                ex.spin_once(timeout_sec=0.5)
-            if ended[0] == before:
-                raise RuntimeError(f"ros-bench: the {kind} chain did not complete in 5 s")
-            c1, t1 = time.thread_time_ns(), time.perf_counter_ns()
-            if r >= 20:
-                wall.append((t1 - t0) / 1e3 / hops)
-                cpu.append((c1 - c0 - inside[0]) / 1e3 / hops)
-        out[kind] = {"per_hop_wall_us": _summary(wall), "per_hop_cpu_outside_us": _summary(cpu)}
-        ex.shutdown()
-        for n in nodes:
-            n.destroy_node()
-        rclpy.shutdown(context=ctx)
+        try:
+            for n in nodes:
+                ex.add_node(n)
+            if isinstance(ex, PicasExecutor):
+                for i, sub in enumerate(subs):  # later stages more critical, as PiCAS assigns
+                    ex.set_callback_priority(sub, 10 + i)
+            time.sleep(0.5)  # discovery between the nodes' readers and writers
+            wall, cpu = [], []
+            for r in range(args.rounds + 20):
+                inside[0], before = 0, ended[0]
+                m = Int64MultiArray()
+                m.data = list(range(40))
+                t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+                pubs[0].publish(m)
+                deadline = time.monotonic() + 5
+                while ended[0] == before and time.monotonic() < deadline:
+                    ex.spin_once(timeout_sec=0.5)
+                if ended[0] == before:
+                    raise RuntimeError(
+                        f"ros-bench: round {r} of the {kind} chain did not reach its last hop "
+                        f"in 5 s (a message lost between two of its {hops} subscriptions; "
+                        "another DDS participant on ROS_DOMAIN_ID "
+                        f"{os.environ.get('ROS_DOMAIN_ID', '0')}? set another one)")
+                c1, t1 = time.thread_time_ns(), time.perf_counter_ns()
+                if r >= 20:
+                    wall.append((t1 - t0) / 1e3 / hops)
+                    cpu.append((c1 - c0 - inside[0]) / 1e3 / hops)
+            out[kind] = {"per_hop_wall_us": _summary(wall),
+                         "per_hop_cpu_outside_us": _summary(cpu)}
+        finally:
+            ex.shutdown()
+            for n in nodes:
+                n.destroy_node()
+            rclpy.shutdown(context=ctx)
     return out
 
 
