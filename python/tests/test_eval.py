@@ -272,9 +272,15 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
     pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
     r = _paam("eval", "case-study-2", "--quick", "--methods", "ros2,picas,paam",
-              "--out", str(tmp_path))
+              "--cpu-probe", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
+    # --cpu-probe: E0's fixed work timed per instance, a few µs (where schedstat is readable)
+    if os.path.exists("/proc/thread-self/schedstat"):
+        e0 = data["results"]["4ST"]["PAAM"]["hot_executor_from_due"]
+        probe = e0["cpu_probe"]["probe_c_us"]
+        assert 0 < probe["p50"] <= probe["max"] < 10_000, probe
+        assert "--cpu-probe: fixed work" in r.stdout
     assert data["params"]["setups"] == "4ST"  # --quick runs 4ST only: MT is not smoke-tested
     for server in ("gpu", "tpu"):
         assert any("serving on" in line for line in data["paamd_startup"][server]), server
@@ -652,7 +658,48 @@ def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters
     assert bd["hot_ms"][0] == pytest.approx(34.0) and np.isnan(bd["outside_cpu_ms"][0])
     assert "outside_split" not in cs2._breakdown_summary(bd)
     # records from before the counters (three columns) are padded as unknown
-    assert cs2._by_start([calls[:, :3]]).shape == (5, 8)
+    assert cs2._by_start([calls[:, :3]]).shape == (5, 10)
+
+
+def test_case_study_2_cpu_probe_is_the_median_per_instance_and_follows_e0s_cpu_time():
+    import numpy as np
+    from paam.eval import case_study2 as cs2
+    us = 1_000
+    ms = 1_000 * us
+    # Five instances, 100 ms apart, each with two E0 callbacks (0-40 and 41+k-90 ms of its
+    # period) and a gap between them whose CPU time grows (0.5, 1, ..., 2.5 ms). The probes
+    # before each callback (C, Python ns) grow with it; one preempted probe (900 µs) in the
+    # last instance is outvoted by the median... of two: the mean of the two middle ones.
+    rows, cpu = [], 0
+    for k in range(5):
+        t = k * 100 * ms
+        gap = (k + 1) * 500 * us
+        probe = (4 + k) * us, (7 + 2 * k) * us
+        for j, (a, b) in enumerate(((0, 40), (41 + k, 90))):
+            start_cpu = cpu + (gap if j == 1 else 0)
+            rows.append([t + a * ms, t + b * ms, 100, start_cpu, 0, start_cpu + (b - a) * ms, 0,
+                         (b - a) * ms, *probe])
+            cpu = start_cpu + (b - a) * ms
+    calls = np.array(rows, dtype=np.int64)
+    calls[-1, 8] = 900 * us
+    r = {"hot_executor_calls_ns": calls,
+         "hot_end_ns": np.array([k * 100 * ms + 90 * ms for k in range(5)]),
+         "latency_ms": np.full(5, 90.0), "lidar_late_ms": np.zeros(5)}
+    bd = cs2.executor_breakdown(r)
+    assert bd["outside_cpu_ms"] == pytest.approx([0.5, 1, 1.5, 2, 2.5])
+    assert bd["probe_c_us"][:4] == pytest.approx([4, 5, 6, 7])
+    assert bd["probe_c_us"][4] == pytest.approx((8 + 900) / 2)
+    assert bd["probe_py_us"] == pytest.approx([7, 9, 11, 13, 15])
+    s = cs2._breakdown_summary(bd)
+    pr = s["cpu_probe"]
+    assert pr["instances"] == 5 and pr["probe_py_us"]["r_outside_cpu"] == pytest.approx(1.0)
+    assert pr["probe_py_us"]["most_outside_1pct_mean"] == pytest.approx(15.0)
+    assert "Python 11.00 / " in cs2._probe_line(s)
+    # without --cpu-probe (-1): no probe figures, the rest as before
+    calls[:, 8:] = -1
+    bd = cs2.executor_breakdown(r)
+    assert np.isnan(bd["probe_c_us"]).all() and bd["outside_cpu_ms"][4] == pytest.approx(2.5)
+    assert "cpu_probe" not in cs2._breakdown_summary(bd)
 
 
 def test_thread_sched_stat_counts_this_threads_cpu_time():

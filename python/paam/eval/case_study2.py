@@ -80,6 +80,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -444,8 +445,8 @@ class _Graph:
         # Every callback of the hot path's executor (E0) with synchronous segments, where one
         # thread runs them one at a time: (start, end, chain priority, then the thread's time on
         # a CPU and runnable-but-waiting at its start and at its end, then the CPU time the
-        # callback spent in the burn), ns. Not in ROS 2's MT,
-        # whose four threads share E0's callbacks.
+        # callback spent in the burn, then --cpu-probe's two times just before it, -1 without),
+        # ns. Not in ROS 2's MT, whose four threads share E0's callbacks.
         self.hot_executor_calls: list[tuple[int, ...]] = []
         self.sched = common.ThreadSchedStat()
         # per thread: ns of CPU its callbacks spent in the number cruncher's burn so far (the
@@ -463,9 +464,11 @@ class _Graph:
         calls = self.hot_executor_calls if executor == self.hot_executor else None
         prio = callback_priority(node, index)[0]
         sched, burned = self.sched.read, self.burned
+        probe = _cpu_probe if self.cfg.get("cpu_probe") else (lambda: (-1, -1))
 
         def call(*args) -> None:
             if calls is not None:  # (E0's callbacks only: the record's counters at the start)
+                pr = probe()
                 s0, b0 = sched(), getattr(burned, "ns", 0)
             t0 = time.monotonic_ns()
             coro = fn(*args)
@@ -474,7 +477,8 @@ class _Graph:
             except StopIteration:
                 if calls is not None and t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
                     t1 = time.monotonic_ns()
-                    calls.append((t0, t1, prio, *s0, *sched(), getattr(burned, "ns", 0) - b0))
+                    calls.append((t0, t1, prio, *s0, *sched(), getattr(burned, "ns", 0) - b0,
+                                  *pr))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -789,6 +793,29 @@ class _Graph:
                         + hops + (int(f[0] >= r[0]),))
 
 
+# --cpu-probe: fixed work on E0's thread before each of its callbacks, timed by the wall clock.
+# The same work taking longer means the CPU ran slower for that thread (a busy sibling
+# hyperthread or cache on the host, its clock), not that the executor did more.
+_PROBE_BYTES = bytes(range(256)) * 64  # 16 KiB for zlib's CRC: C code, no allocation
+
+
+def _probe_py() -> int:
+    """A fixed loop of Python bytecode (the kind of work the executor does)."""
+    x = 0
+    for i in range(256):
+        x ^= i * 3
+    return x
+
+
+def _cpu_probe() -> tuple[int, int]:
+    """ns of wall time of the C probe (CRC of 16 KiB) and of the Python one, back to back."""
+    t0 = time.perf_counter_ns()
+    zlib.crc32(_PROBE_BYTES)
+    t1 = time.perf_counter_ns()
+    _probe_py()
+    return t1 - t0, time.perf_counter_ns() - t1
+
+
 def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
     """The calling thread's OS priority for PiCAS/PAAM (SCHED_FIFO, else the nice ladder)."""
     common.pin_this_thread([cpu])
@@ -914,7 +941,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
             "wait": args.wait, "request_priority": args.request_priority,
-            "segments": args.segments,
+            "segments": args.segments, "cpu_probe": getattr(args, "cpu_probe", False),
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
@@ -996,11 +1023,14 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
 
 _E0_COLS = ("hot_ms", "lower_ms", "outside_ms", "lower_started", "callbacks", "outside_cpu_ms",
             "outside_runq_ms", "outside_rest_ms", "inside_runq_ms", "longest_gap_cpu_ms",
-            "inside_beyond_burn_ms")
+            "inside_beyond_burn_ms", "probe_c_us", "probe_py_us")
 _E0_SPLIT = ("outside_cpu_ms", "outside_runq_ms", "outside_rest_ms", "inside_runq_ms")
 _E0_SPLIT_MORE = ("callbacks", "longest_gap_cpu_ms", "inside_beyond_burn_ms")
-# hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end, burn's CPU ns
-_CALL_COLS = 8
+# hot_executor_calls: start, end, priority, cpu and run-queue ns at start, at end, burn's CPU ns,
+# --cpu-probe's C and Python probe ns (-1: not run)
+_CALL_COLS = 10
+_SCHED = slice(3, 8)   # the scheduler counters' and the burn's columns
+_PROBE = slice(8, 10)  # --cpu-probe's
 
 
 def _by_start(parts: list) -> np.ndarray:
@@ -1034,7 +1064,8 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
     starts, stops = calls[:, 0], calls[:, 1]
     hot = calls[:, 2] >= HOT_PRIORITY
-    sched_ok = calls.shape[1] >= _CALL_COLS and bool((calls[:, 3:] >= 0).any())
+    sched_ok = calls.shape[1] >= _SCHED.stop and bool((calls[:, _SCHED] >= 0).any())
+    probed = calls.shape[1] >= _PROBE.stop and bool((calls[:, _PROBE] >= 0).any())
     out = {k: np.full(len(lat), np.nan) for k in _E0_COLS}
     for i in np.flatnonzero(~np.isnan(late)):
         a, b = due[i], ends[i]
@@ -1050,6 +1081,11 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
         out["callbacks"][i] = hi - lo
         if sched_ok:
             _split_by_scheduler(out, i, calls, a, b, lo, hi)
+        if probed:  # the median over the instance's callbacks: a rare preempted probe is ignored
+            pr = calls[lo:hi, _PROBE]
+            pr = pr[(pr >= 0).all(axis=1)]
+            if len(pr):
+                out["probe_c_us"][i], out["probe_py_us"][i] = np.median(pr, axis=0) / 1e3
     return out
 
 
@@ -1060,7 +1096,7 @@ def _split_by_scheduler(out: dict, i: int, calls: np.ndarray, a: int, b: int, lo
     run-queue wait inside calls lo .. hi-1."""
     starts, stops = calls[:, 0], calls[:, 1]
     c = calls[max(lo - 1, 0):min(hi + 1, len(calls))]
-    if (c[:, 3:] < 0).any():
+    if (c[:, _SCHED] < 0).any():
         return
     # gap k: from call k's end to call k+1's start
     g0, g1 = c[:-1, 1], c[1:, 0]
@@ -1106,6 +1142,26 @@ def _breakdown_summary(bd: dict | None) -> dict | None:
             "most_outside_1pct": {"instances": int(top.sum()),
                                   **{k: float(bd[k][top].mean()) for k in
                                      ("outside_ms",) + keys}}}
+        probe = split & ~np.isnan(bd["probe_c_us"])
+        if probe.sum() > 2:
+            out["cpu_probe"] = _probe_summary(bd, probe, top & probe)
+    return out
+
+
+def _probe_summary(bd: dict, ok: np.ndarray, top: np.ndarray) -> dict:
+    """--cpu-probe per instance (the median of its callbacks' probes, µs): over all instances,
+    over the 1% with the most time outside callbacks, and each probe's correlation with E0's
+    own CPU time outside callbacks and inside them beyond the burn. The same fixed work taking
+    longer where E0's own CPU time grew says the CPU ran slower then."""
+    def r(x, y) -> float:
+        return float(np.corrcoef(x, y)[0, 1]) if np.std(x) > 0 and np.std(y) > 0 else float("nan")
+    out: dict = {"instances": int(ok.sum())}
+    for k in ("probe_c_us", "probe_py_us"):
+        x = bd[k][ok]
+        out[k] = {**common.summarize(x),
+                  "most_outside_1pct_mean": float(bd[k][top].mean()) if top.any() else float("nan"),
+                  "r_outside_cpu": r(x, bd["outside_cpu_ms"][ok]),
+                  "r_inside_beyond_burn": r(x, bd["inside_beyond_burn_ms"][ok])}
     return out
 
 
@@ -1188,6 +1244,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
     common.add_executor_wait_argument(p)
+    p.add_argument("--cpu-probe", action="store_true",
+                   help="run a fixed piece of work (C and Python, about 20 µs) on E0's thread "
+                        "before each of its callbacks and record how long it took: whether "
+                        "E0's CPU ran slower in the slow instances (off by default: it adds "
+                        "its time to E0's outside callbacks)")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
     p.add_argument("--replot", action="store_true",
@@ -1717,6 +1778,11 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "longest gap between them, and its CPU time inside callbacks beyond the number "
              "cruncher's burn (Python's and rclpy's: grown with the rest, the CPU ran slower)",
              _split_line)
+    _per_run(lines, summary, setups, methods, "hot_executor_from_due",
+             "--cpu-probe: fixed work on E0's thread before each callback, per instance the "
+             "median over its callbacks (µs: p50 / p99 / max, the mean in the 1% of instances "
+             "with the most time outside callbacks, its correlation with E0's own CPU time "
+             "outside callbacks): C (CRC of 16 KiB), Python (a 256-step loop)", _probe_line)
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "
@@ -1761,6 +1827,17 @@ def _split_line(b: dict) -> str | None:
             f"{common.fmt(top['longest_gap_cpu_ms'])} there; CPU inside callbacks beyond the "
             f"burn {common.fmt(sp['inside_beyond_burn_ms']['p50'])} at the median, "
             f"{common.fmt(top['inside_beyond_burn_ms'])} there")
+
+
+def _probe_line(b: dict) -> str | None:
+    pr = b.get("cpu_probe")
+    if not pr:
+        return None
+    return ", ".join(
+        f"{name} {common.fmt(pr[k]['p50'], 2)} / {common.fmt(pr[k]['p99'], 2)} / "
+        f"{common.fmt(pr[k]['max'], 2)}, {common.fmt(pr[k]['most_outside_1pct_mean'], 2)} "
+        f"there, r {common.fmt(pr[k]['r_outside_cpu'], 2)}"
+        for name, k in (("C", "probe_c_us"), ("Python", "probe_py_us")))
 
 
 def _bound_text(b: dict) -> str:
