@@ -208,6 +208,12 @@ def _apply_timer_slack(report: RtReport) -> None:
         return
     report.timer_slack_ns = TIMER_SLACK_NS
     report.messages.append(f"timer slack {TIMER_SLACK_NS} ns")
+    _slack.tight = True
+
+
+# per thread: whether its slack was seen at TIMER_SLACK_NS, so that tighten_timer_slack need not
+# ask again (a thread's slack changes only by its own prctl, or a change of its policy)
+_slack = threading.local()
 
 
 _prctl = None  # libc's prctl, looked up at first use (False: none there)
@@ -234,14 +240,18 @@ def tighten_timer_slack() -> Optional[int]:
     Why: rmw_fastrtps turns a zero-timeout wait on a wait set into a futex wait until "now",
     which the kernel lets end up to the thread's slack late (50 µs by default), so each of the
     PicasExecutor's zero-timeout polls sleeps that long in a thread without :func:`apply_rt`
-    (:func:`_apply_timer_slack`). Never raises; costs one prctl where nothing is changed,
-    three with the restore."""
+    (:func:`_apply_timer_slack`). Never raises; costs nothing once a thread's slack was seen
+    that low (it changes only by the thread's own prctl), else one prctl, three with the
+    restore."""
     prctl = _libc_prctl()
-    if not prctl:
+    if not prctl or getattr(_slack, "tight", False):
         return None
     # (prctl's int return: a slack above INT_MAX, or -1 for an error, reads <= 1: left alone)
     previous = prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
-    if previous <= TIMER_SLACK_NS or prctl(_PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0) != 0:
+    if previous <= TIMER_SLACK_NS:
+        _slack.tight = previous == TIMER_SLACK_NS  # (0: SCHED_FIFO's, gone if it drops to OTHER)
+        return None
+    if prctl(_PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0) != 0:
         return None
     return previous
 

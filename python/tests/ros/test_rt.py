@@ -124,7 +124,8 @@ def test_tighten_timer_slack_gives_the_least_and_restore_gives_the_old_one_back(
 
 
 def test_tighten_timer_slack_leaves_a_least_slack_alone(monkeypatch):
-    # Already at 1 ns (apply_rt ran): one prctl to read it, none to set or restore it.
+    # Already at 1 ns (apply_rt ran): one prctl to read it, none to set or restore it, and
+    # none at all on the thread's later waits.
     real = rt._libc_prctl()
     calls = []
 
@@ -137,10 +138,17 @@ def test_tighten_timer_slack_leaves_a_least_slack_alone(monkeypatch):
         _set_timer_slack_ns(1)
         previous = rt.tighten_timer_slack()
         rt.restore_timer_slack(previous)
-        return previous, _timer_slack_ns()
-    (previous, after), *_ = _in_thread(body)
-    assert (previous, after) == (None, 1)
+        again = rt.tighten_timer_slack()
+        rt.restore_timer_slack(again)
+        return previous, again, _timer_slack_ns()
+    (previous, again, after), *_ = _in_thread(body)
+    assert (previous, again, after) == (None, None, 1)
     assert calls == [rt._PR_GET_TIMERSLACK]
+    # A thread whose slack apply_rt set asks nothing either.
+    calls.clear()
+    (previous,), *_ = _in_thread(lambda: (rt._apply_timer_slack(rt.RtReport(None, None)),
+                                          rt.tighten_timer_slack())[1:])
+    assert previous is None and calls == [rt._PR_SET_TIMERSLACK]
 
 
 def test_tighten_timer_slack_carries_on_without_prctl(monkeypatch):
