@@ -661,6 +661,24 @@ def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters
     assert cs2._by_start([calls[:, :3]]).shape == (5, 10)
 
 
+def test_case_study_2_records_leave_nothing_for_the_collector():
+    import gc
+    import numpy as np
+    from paam.eval import case_study2 as cs2
+    rows = cs2._Rows(3)
+    before = len(gc.get_objects())
+    for i in range(1000):
+        rows.append((i, -i, 1 << 40))
+    # (a list of 1000 tuples would add 1000 objects for the collector to count and scan)
+    assert len(gc.get_objects()) - before < 10
+    assert len(rows) == 1000
+    a = rows.array()
+    assert a.dtype == np.int64 and a.shape == (1000, 3) and a[999].tolist() == [999, -999, 1 << 40]
+    with pytest.raises(ValueError):
+        rows.append((1, 2))
+    assert cs2._Rows(4).array().shape == (0, 4)
+
+
 def test_case_study_2_cpu_probe_is_the_median_per_instance_and_follows_e0s_cpu_time():
     import numpy as np
     from paam.eval import case_study2 as cs2
