@@ -1007,6 +1007,14 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
     assert common.cuda_wait_args(args) == [] and common.server_pin_label(args) == "not pinned"
     args = p.parse_args(["--server-cuda-wait", "nap:200", "--backend", "cuda"])
     assert common.cuda_wait_args(args) == ["--cuda-wait", "nap:200"]
+    # none given: paamd's default (or $PAAM_CUDA_WAIT's), named as such
+    args = p.parse_args(["--backend", "cuda"])
+    assert common.cuda_wait_args(args) == []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PAAM_CUDA_WAIT", raising=False)
+        assert common.server_pin_label(args) == "not pinned, CUDA wait nap (paamd's default)"
+        mp.setenv("PAAM_CUDA_WAIT", "block")
+        assert common.server_pin_label(args) == "not pinned, CUDA wait block (paamd's default)"
     bad_forms = ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "nap:-5", "Block")
     for bad in bad_forms:
         with pytest.raises(SystemExit):
@@ -1017,8 +1025,9 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
         r = subprocess.run([find_paamd(), "--cuda-wait", bad], capture_output=True, text=True,
                            timeout=10)
         assert r.returncode == 2 and f"got '{bad}'" in r.stderr and "nap:US" in r.stderr
-    assert "--cuda-wait MODE" in subprocess.run(
-        [find_paamd(), "--help"], capture_output=True, text=True, timeout=10).stdout
+    usage = subprocess.run([find_paamd(), "--help"], capture_output=True, text=True,
+                           timeout=10).stdout
+    assert "--cuda-wait MODE" in usage and f"else {common.PAAMD_CUDA_WAIT})" in usage
 
 
 def test_machine_line_says_whether_the_kernel_throttles_sched_fifo(tmp_path):

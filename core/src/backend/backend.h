@@ -116,7 +116,7 @@ struct BackendOptions {
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
   // CUDA backend: how a worker waits for its stream work (ParseCudaWait's forms; empty:
-  // $PAAM_CUDA_WAIT, else "spin").
+  // $PAAM_CUDA_WAIT, else "nap").
   std::string cuda_wait;
   bool direct = false;         // true inside a client's direct mode (no server)
 };

@@ -32,11 +32,11 @@ Serves accelerator requests from local clients by chain priority.
   --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
   --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
   --cuda-wait MODE       cuda backend: how a worker waits for its GPU work (default:
-                         $PAAM_CUDA_WAIT, else spin): spin on a word the stream writes
-                         (fastest; a busy core per running request); poll the driver; block
-                         in the driver (the core sleeps; completion seen ~0.1 ms late); nap or
-                         nap:US, spin for US us (default 50), then look at spin's word between
-                         sleeps of US us (the core mostly sleeps; completion seen up to a nap
+                         $PAAM_CUDA_WAIT, else nap): nap or nap:US, spin for US us (default
+                         50), then look at spin's word between sleeps of US us (the core
+                         mostly sleeps; completion seen up to a nap late); spin on a word the
+                         stream writes (fastest; a busy core per running request); poll the
+                         driver; block in the driver (the core sleeps; completion seen ~0.1 ms
                          late)
   --rt                   cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);
                          any backend: the dispatcher runs above the top bucket (else nice -20)

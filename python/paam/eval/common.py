@@ -277,7 +277,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server-cuda-wait", type=_cuda_wait, default=None,
                    metavar="spin|poll|block|nap[:US]",
                    help="how paamd's CUDA workers wait for their GPU work (its --cuda-wait; "
-                        "default: paamd's own, spin, or $PAAM_CUDA_WAIT): spin on a word the "
+                        "default: paamd's own, nap, or $PAAM_CUDA_WAIT): spin on a word the "
                         "stream writes keeps a core busy while a request's kernel runs; block "
                         "sleeps in the driver (each request ends about 0.1 ms later on an H100); "
                         "nap looks at spin's word between sleeps of US us (default 50; about "
@@ -290,6 +290,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "request never waits for an executor's CPU work where they share a core; "
                         "paamd --rt's own default, one above its top bucket, 86 here, put "
                         "epsilon at 9.7 ms on the 2-core VM: docs/evaluation-log.md section 1)")
+
+
+#: paamd's CUDA wait when none is given (core's CudaBackend::Init; spin until 2026-11-24)
+PAAMD_CUDA_WAIT = "nap"
 
 
 def _cuda_wait(text: str) -> str:
@@ -469,6 +473,8 @@ def server_pin_label(args: argparse.Namespace) -> str:
         label += f", on {n} core{'s' if n > 1 else ''}"
     if cuda_wait_args(args):
         label += f", CUDA wait {args.server_cuda_wait}"
+    elif getattr(args, "backend", "cpu") == "cuda":  # (paamd's default was spin until 2026-11-24)
+        label += f", CUDA wait {os.environ.get('PAAM_CUDA_WAIT') or PAAMD_CUDA_WAIT} (paamd's default)"
     return label
 
 

@@ -244,7 +244,7 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   const bool from_env = options.cuda_wait.empty() && env_wait != nullptr;
   auto wait = ParseCudaWait(!options.cuda_wait.empty() ? std::string_view(options.cuda_wait)
                             : from_env                 ? std::string_view(env_wait)
-                                                       : std::string_view("spin"));
+                                                       : std::string_view("nap"));
   if (!wait.ok()) {
     return Status(Errc::kInvalidArgument,
                   std::string("cuda: ") + (from_env ? "PAAM_CUDA_WAIT: " : "") + wait.status().message());
