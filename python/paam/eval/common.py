@@ -474,7 +474,8 @@ def server_pin_label(args: argparse.Namespace) -> str:
     if cuda_wait_args(args):
         label += f", CUDA wait {args.server_cuda_wait}"
     elif getattr(args, "backend", "cpu") == "cuda":  # (paamd's default was spin until 2026-11-24)
-        label += f", CUDA wait {os.environ.get('PAAM_CUDA_WAIT') or PAAMD_CUDA_WAIT} (paamd's default)"
+        wait = os.environ.get("PAAM_CUDA_WAIT") or PAAMD_CUDA_WAIT
+        label += f", CUDA wait {wait} (paamd's default)"
     return label
 
 
