@@ -686,8 +686,9 @@ def test_case_study_2_cpu_probe_is_the_median_per_instance_and_follows_e0s_cpu_t
     ms = 1_000 * us
     # Five instances, 100 ms apart, each with two E0 callbacks (0-40 and 41+k-90 ms of its
     # period) and a gap between them whose CPU time grows (0.5, 1, ..., 2.5 ms). The probes
-    # before each callback (C, Python ns) grow with it; one preempted probe (900 µs) in the
-    # last instance is outvoted by the median... of two: the mean of the two middle ones.
+    # before each callback (C, Python ns) grow with it. One preempted probe (900 µs) in the
+    # last instance: with two callbacks the median is their mean, so it shows there (with more
+    # callbacks per instance, as in the case study, the median outvotes it).
     rows, cpu = [], 0
     for k in range(5):
         t = k * 100 * ms

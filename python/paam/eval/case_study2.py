@@ -1176,15 +1176,13 @@ def _probe_summary(bd: dict, ok: np.ndarray, top: np.ndarray) -> dict:
     over the 1% with the most time outside callbacks, and each probe's correlation with E0's
     own CPU time outside callbacks and inside them beyond the burn. The same fixed work taking
     longer where E0's own CPU time grew says the CPU ran slower then."""
-    def r(x, y) -> float:
-        return float(np.corrcoef(x, y)[0, 1]) if np.std(x) > 0 and np.std(y) > 0 else float("nan")
     out: dict = {"instances": int(ok.sum())}
     for k in ("probe_c_us", "probe_py_us"):
         x = bd[k][ok]
         out[k] = {**common.summarize(x),
                   "most_outside_1pct_mean": float(bd[k][top].mean()) if top.any() else float("nan"),
-                  "r_outside_cpu": r(x, bd["outside_cpu_ms"][ok]),
-                  "r_inside_beyond_burn": r(x, bd["inside_beyond_burn_ms"][ok])}
+                  "r_outside_cpu": common.correlation(x, bd["outside_cpu_ms"][ok]),
+                  "r_inside_beyond_burn": common.correlation(x, bd["inside_beyond_burn_ms"][ok])}
     return out
 
 
@@ -1786,9 +1784,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
             h = summary[s][m].get("hot_path_from_due_ms") or {}
             late = summary[s][m].get("lidar_late_ms") or {}
             if h.get("n"):
-                lines.append(f"  {s} {m}: {common.fmt(h['p50'])} / {common.fmt(h['p99'])} / "
-                             f"{common.fmt(h['max'])} | late {common.fmt(late['p50'])} / "
-                             f"{common.fmt(late['max'])}")
+                lines.append(f"  {s} {m}: {common.fmt_p50_p99_max(h)} | late "
+                             f"{common.fmt(late['p50'])} / {common.fmt(late['max'])}")
     _per_run(lines, summary, setups, methods, "hot_executor_from_due",
              "E0 in each instance from the due time (ms, p50 / max): in hot-path callbacks, in "
              "lower-priority ones, outside callbacks; lower-priority callbacks started after "
@@ -1839,8 +1836,7 @@ def _split_line(b: dict) -> str | None:
     if not sp:
         return None
     top = sp["most_outside_1pct"]
-    return (", ".join(f"{common.fmt(sp[k]['p50'])} / {common.fmt(sp[k]['p99'])} / "
-                      f"{common.fmt(sp[k]['max'])}" for k in _E0_SPLIT)
+    return (", ".join(common.fmt_p50_p99_max(sp[k]) for k in _E0_SPLIT)
             + f" | the 1% with the most ({top['instances']}): {common.fmt(top['outside_ms'])} = "
             + " + ".join(common.fmt(top[k]) for k in _E0_SPLIT[:3])
             + f", inside waiting {common.fmt(top['inside_runq_ms'])}; callbacks "
@@ -1857,9 +1853,9 @@ def _probe_line(b: dict) -> str | None:
     if not pr:
         return None
     return ", ".join(
-        f"{name} {common.fmt(pr[k]['p50'], 2)} / {common.fmt(pr[k]['p99'], 2)} / "
-        f"{common.fmt(pr[k]['max'], 2)}, {common.fmt(pr[k]['most_outside_1pct_mean'], 2)} "
-        f"there, r {common.fmt(pr[k]['r_outside_cpu'], 2)}"
+        f"{name} {common.fmt_p50_p99_max(pr[k], 2)}, "
+        f"{common.fmt(pr[k]['most_outside_1pct_mean'], 2)} there, r "
+        f"{common.fmt(pr[k]['r_outside_cpu'], 2)}"
         for name, k in (("C", "probe_c_us"), ("Python", "probe_py_us")))
 
 

@@ -196,6 +196,11 @@ def fmt(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}"
 
 
+def fmt_p50_p99_max(s: dict, digits: int = 1) -> str:
+    """A :func:`summarize` result as "p50 / p99 / max"."""
+    return " / ".join(fmt(s[k], digits) for k in ("p50", "p99", "max"))
+
+
 # -- CPU placement ------------------------------------------------------------------------------
 
 
@@ -857,10 +862,17 @@ def split_by_steal(values, steal, quiet_ms: float = QUIET_STEAL_MS) -> dict[str,
     s = np.asarray(steal, dtype=np.float64)
     ok = ~np.isnan(s)
     v, s = v[ok], s[ok]
-    corr = (float(np.corrcoef(v, s)[0, 1]) if len(v) > 2 and v.std() > 0 and s.std() > 0
-            else float("nan"))
     return {"quiet_steal_ms": quiet_ms, "quiet": summarize(v[s <= quiet_ms]),
-            "noisy": summarize(v[s > quiet_ms]), "correlation": corr}
+            "noisy": summarize(v[s > quiet_ms]), "correlation": correlation(v, s)}
+
+
+def correlation(x, y) -> float:
+    """Pearson's r of two equally long series; NaN with fewer than three values or where
+    either is constant."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(x) <= 2 or x.std() == 0 or y.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 # A vCPU busy at least this share of the time counts as one the guest used (host_summary).
