@@ -262,6 +262,39 @@ def test_case_study_1_runs_the_chains_in_ros2_processes(tmp_path):
     assert (tmp_path / "fig10b_host_steal.png").stat().st_size > 0
 
 
+def _cpus(ranges: str) -> list[int]:
+    out = []
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def test_cpu_ranges_round_trip():
+    from paam.eval.common import cpu_ranges
+    assert cpu_ranges([14, 0, 1, 6, 7, 8, 9, 10, 11, 12, 13]) == "0-1,6-14"
+    assert cpu_ranges([3]) == "3" and cpu_ranges([]) == ""
+    assert cpu_ranges([5, 1, 2, 3, 9]) == "1-3,5,9"
+    assert _cpus(cpu_ranges([0, 2, 3, 4, 7])) == [0, 2, 3, 4, 7]
+
+
+def test_case_study_2_dds_cpus_spare_takes_the_cores_no_executor_uses():
+    """--dds-cpus: the executor processes' other threads on their executors' cores (default)
+    or on the spare ones (paamd's), and back on the executors' where none is spare."""
+    import argparse
+
+    from paam.eval.case_study2 import helper_cpus, helper_cpus_label
+    pl = {"executor_cpus": {"E0": 2, "E1": 3, "E2": 4, "E3": 5}, "server_cpus": [0, 1, 6, 7]}
+    spare, default = argparse.Namespace(dds_cpus="spare"), argparse.Namespace(dds_cpus="executor")
+    assert helper_cpus(pl, default) is None
+    assert helper_cpus(pl, spare) == [0, 1, 6, 7]
+    assert helper_cpus_label(pl, spare) == "on cores 0-1,6-7"
+    none_left = dict(pl, server_cpus=[])
+    assert helper_cpus(none_left, spare) is None
+    assert "no core left" in helper_cpus_label(none_left, spare)
+    assert helper_cpus_label(pl, default) == "on their executors' cores"
+
+
 def cs2_system():
     from paam.eval.case_study2 import SYSTEM
     return SYSTEM
@@ -282,6 +315,17 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         assert 0 < probe["p50"] <= probe["max"] < 10_000, probe
         assert "--cpu-probe: fixed work" in r.stdout
     assert data["params"]["setups"] == "4ST"  # --quick runs 4ST only: MT is not smoke-tested
+    # each executor process's threads by the cores they may run on, halfway through: its
+    # executor and DDS's threads at least, on the cores the run may use
+    allowed = set(os.sched_getaffinity(0))
+    for method in ("ROS 2", "PiCAS", "PAAM"):
+        by_process = data["results"]["4ST"][method]["thread_cpus"]
+        assert set(by_process) == {"E0", "E1", "E2", "E3"}, (method, by_process)
+        for counts in by_process.values():
+            assert sum(counts.values()) >= 2, (method, by_process)
+            for cpus in counts:
+                assert set(_cpus(cpus)) <= allowed, (method, cpus)
+    assert "threads per process by the cores they may run on" in r.stdout
     for server in ("gpu", "tpu"):
         assert any("serving on" in line for line in data["paamd_startup"][server]), server
     duration = data["params"]["duration"]

@@ -847,7 +847,9 @@ def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
 
 def _executor(cfg: dict, path: str, sync: dict) -> None:
     cpus = sorted(set(cfg["cpus"].values()))
-    common.pin_this_thread(cpus)  # every thread (DDS's included) on the process's cores
+    # Every thread started from here (DDS's included) on the process's executor cores, or with
+    # --dds-cpus spare on the cores no executor uses; each executor thread then pins itself.
+    common.pin_this_thread(cfg.get("helper_cpus") or cpus)
     if cfg["method"] != "ros2":
         # ... and, for PiCAS and PAAM, at the process's top executor priority: DDS's threads
         # inherit it from this one, as from `chrt`/`nice` on a C++ executor process. (At nice 0
@@ -897,11 +899,18 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         start = common.synchronous_start(sync, cfg["name"], g.timers, 180)
         g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
         end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+        # where the process's threads may run, halfway through (every executor spinning)
+        threads: dict[str, int] = {}
+        snap = threading.Timer(max(0.0, (start + end) / 2e9 - time.monotonic()),
+                               lambda: threads.update(common.thread_cpus()))
+        snap.daemon = True
+        snap.start()
 
         def spin(ex_name: str, ex) -> None:
             if method == "ros2":
+                # (MT: rclpy's MultiThreadedExecutor starts its workers from this thread)
+                common.pin_this_thread([cfg["cpus"][ex_name]] if setup == "4ST" else cpus)
                 if setup == "4ST":
-                    common.pin_this_thread([cfg["cpus"][ex_name]])
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
             else:
                 rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
@@ -919,6 +928,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 t.start()
             for t in threads:
                 t.join()
+    snap.cancel()
     for t in g.timers:
         t.cancel()
     # Wait for callbacks still in flight before reading their records or closing their clients:
@@ -940,6 +950,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
              gpu_stages=g.gpu_stages.array(),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]),
+             thread_cpu_keys=np.asarray(list(threads), dtype=str),
+             thread_cpu_counts=np.asarray(list(threads.values()), dtype=np.int64),
              gc_ns=gc_pauses.array(),
              hot_calls=g.hot_executor_calls.array())
     for c in g.clients:
@@ -966,7 +978,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "wait": args.wait, "request_priority": args.request_priority,
             "segments": args.segments, "cpu_probe": getattr(args, "cpu_probe", False),
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
-            "executor_wait": args.executor_wait,
+            "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -997,6 +1009,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 print(f"    {progress}: {done:.0f}/{total:.0f} s", flush=True)
                 next_note += 30
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
+        threads: dict[str, dict[str, int]] = {}
         gpu_wall, gpu_stages, sub_drops, gc_ns, hot_calls = [], [], {}, {}, []
         for p, path, name in procs:
             common.join_child(p, path, f"{setup}/{method}: process {name}",
@@ -1013,6 +1026,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                     gpu_wall.extend(z["gpu_wall"].tolist())
                     gpu_stages.append(z["gpu_stages"])
                 rt.extend(str(x) for x in z["rt"])
+                threads[name] = dict(zip(z["thread_cpu_keys"].tolist(),
+                                         map(int, z["thread_cpu_counts"].tolist())))
                 gc_ns[name] = z["gc_ns"]
                 hot_calls.append(z["hot_calls"])
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
@@ -1030,6 +1045,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "bp_period_ms": np.diff(starts) / 1e6, "published": published.tolist(),
             "sub_drops": dict(sorted(sub_drops.items(), key=lambda kv: (-kv[1], kv[0]))),
             "excess_ms": excess, "rt": rt, "t0_ns": int(start_at * 1e9),
+            # per process: how many of its threads may run on each set of cores, mid-run
+            "threads": threads,
             # per process (E0, ... or E0+E1+E2+E3): its collector's pauses (common.GcPauses)
             "gc_ns": gc_ns,
             "gpu_segment_ms": gpu_wall,
@@ -1265,6 +1282,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
     common.add_executor_wait_argument(p)
+    p.add_argument("--dds-cpus", default="executor", choices=["executor", "spare"],
+                   help="where each executor process's other threads run (Fast DDS's receive "
+                        "and event threads): on the process's executor cores (default, as "
+                        "taskset on the whole process; they then take their turns on the "
+                        "executors' cores) or on the cores no executor or stand-in uses (spare: "
+                        "paamd's; the executor cores where there are none). The executor "
+                        "threads are pinned to their cores either way")
     p.add_argument("--cpu-probe", action="store_true",
                    help="run a fixed piece of work (C and Python, about 20 µs) on E0's thread "
                         "before each of its callbacks and record how long it took: whether "
@@ -1299,6 +1323,31 @@ def placement_for(backend: str) -> dict:
     server_cpus = [c for c in spare if c not in (tpu, dev)]
     return {"executor_cpus": ex_cpus, "device_cpu": dev, "tpu_cpu": tpu, "tpu_note": tpu_note,
             "host_cpus": cpus, "server_cpus": server_cpus}
+
+
+def helper_cpus(placement: dict, args) -> list[int] | None:
+    """Where the executor processes' threads other than their executors run (Fast DDS's
+    receive and event threads, started with the rclpy context): None for the process's own
+    executor cores (``--dds-cpus executor``, as ``taskset`` on a whole process), else the
+    cores no executor or stand-in uses (``spare``: the servers' cores), where there are any."""
+    if getattr(args, "dds_cpus", "executor") == "spare" and placement["server_cpus"]:
+        return list(placement["server_cpus"])
+    return None
+
+
+def _thread_cpus_line(by_process: dict) -> str:
+    """{"E0": {"2": 1, "0-1,6-14": 9}} -> "E0: 1 on 2, 9 on 0-1,6-14"."""
+    return " | ".join(f"{name}: " + ", ".join(f"{n} on {cpus}" for cpus, n in counts.items())
+                      for name, counts in by_process.items()) or "not recorded"
+
+
+def helper_cpus_label(placement: dict, args) -> str:
+    cpus = helper_cpus(placement, args)
+    if cpus is None:
+        why = (" (--dds-cpus spare: no core left)"
+               if getattr(args, "dds_cpus", "executor") == "spare" else "")
+        return f"on their executors' cores{why}"
+    return "on cores " + common.cpu_ranges(cpus)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -1369,7 +1418,8 @@ def run(args: argparse.Namespace) -> int:
           f"methods {'/'.join(methods)}\n  {common.machine_line(meta)}\n  executor CPUs: "
           + ", ".join(f"{k}->{v}" for k, v in pl["executor_cpus"].items())
           + (f"; GPU stand-in core {pl['device_cpu']}" if args.backend == "cpu" else "")
-          + f"; TPU stand-in core {pl['tpu_cpu']} ({pl['tpu_note']})\n  demand per 4ST "
+          + f"; TPU stand-in core {pl['tpu_cpu']} ({pl['tpu_note']}); the executor "
+          f"processes' other threads (DDS's) {helper_cpus_label(pl, args)}\n  demand per 4ST "
           "executor (CPU ms/s): " + ", ".join(
               f"{k} {v['cpu_ms_per_s']:.0f}" for k, v in dem["executors"].items())
           + f"; GPU {dem['gpu_ms_per_s']:.0f} ms/s, TPU {dem['tpu_ms_per_s']:.0f} ms/s, "
@@ -1436,7 +1486,7 @@ def run(args: argparse.Namespace) -> int:
              "drops_by_subscription": r.get("sub_drops", {}),
              "lidar_samples": {"front": r["published"][0], "rear": r["published"][1],
                                "expected_each": int(args.duration * 1e3 // 100)},
-             "rt": r["rt"],
+             "rt": r["rt"], "thread_cpus": r.get("threads", {}),
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
@@ -1729,10 +1779,13 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines.append("cores: executors " + ", ".join(
         f"{k}->{v}" for k, v in pl["executor_cpus"].items())
         + (f"; GPU stand-in {pl['device_cpu']}" if args.backend == "cpu" else "")
-        + f"; TPU stand-in {pl['tpu_cpu']} ({pl['tpu_note']})")
+        + f"; TPU stand-in {pl['tpu_cpu']} ({pl['tpu_note']}); the executor processes' "
+        f"other threads (DDS's) {helper_cpus_label(pl, args)}")
     for s in setups:
         for m in methods:
             lines.append(f"{s} {m} executors: " + " | ".join(summary[s][m]["rt"]))
+            lines.append(f"{s} {m} threads per process by the cores they may run on (mid-run): "
+                         + _thread_cpus_line(summary[s][m]["thread_cpus"]))
     lines.append("GPU segment on the executor's thread (request call, ms: p50 / mean / p99 / max); "
                  "PAAM: mean per stage of paamd's timestamps")
     for s in setups:

@@ -233,6 +233,39 @@ def map_cpu(cpu: int, cpus: Sequence[int]) -> int:
     return cpus[(cpu - min(2, cpu)) % len(cpus)]
 
 
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """Cores as ranges: [0, 1, 6, 7, 8] -> "0-1,6-8"."""
+    out: list[str] = []
+    for c in sorted(set(cpus)):
+        if out and c == last + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+        last = c
+    return ",".join(out)
+
+
+def thread_cpus(skip_self: bool = True) -> dict[str, int]:
+    """How many of this process's threads may run on each set of cores now (their affinity),
+    e.g. {"2": 1, "0-1,6-14": 9}; without the calling thread if ``skip_self``."""
+    import threading
+    me = threading.get_native_id()
+    out: dict[str, int] = {}
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return out
+    for tid in tids:
+        if skip_self and tid == me:
+            continue
+        try:
+            key = cpu_ranges(os.sched_getaffinity(tid))
+        except OSError:  # (ended meanwhile)
+            continue
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def pin_this_thread(cpus: Iterable[int]) -> bool:
     try:
         os.sched_setaffinity(0, set(cpus))
