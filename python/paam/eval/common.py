@@ -235,14 +235,13 @@ def map_cpu(cpu: int, cpus: Sequence[int]) -> int:
 
 def cpu_ranges(cpus: Iterable[int]) -> str:
     """Cores as ranges: [0, 1, 6, 7, 8] -> "0-1,6-8"."""
-    out: list[str] = []
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive cores
     for c in sorted(set(cpus)):
-        if out and c == last + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
         else:
-            out.append(str(c))
-        last = c
-    return ",".join(out)
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def thread_cpus(skip_self: bool = True) -> dict[str, int]:
