@@ -900,9 +900,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         g.record_from[0] = start + int(cfg["warmup_s"] * 1e9)
         end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
         # where the process's threads may run, halfway through (every executor spinning)
-        threads: dict[str, int] = {}
+        thread_cpus: dict[str, int] = {}
         snap = threading.Timer(max(0.0, (start + end) / 2e9 - time.monotonic()),
-                               lambda: threads.update(common.thread_cpus()))
+                               lambda: thread_cpus.update(common.thread_cpus()))
         snap.daemon = True
         snap.start()
 
@@ -950,8 +950,8 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              gpu_wall=np.asarray(g.gpu_wall, dtype=np.float64),
              gpu_stages=g.gpu_stages.array(),
              rt=np.asarray([f"{k}: {v}" for k, v in sorted(rt_notes.items())]),
-             thread_cpu_keys=np.asarray(list(threads), dtype=str),
-             thread_cpu_counts=np.asarray(list(threads.values()), dtype=np.int64),
+             thread_cpu_keys=np.asarray(list(thread_cpus), dtype=str),
+             thread_cpu_counts=np.asarray(list(thread_cpus.values()), dtype=np.int64),
              gc_ns=gc_pauses.array(),
              hot_calls=g.hot_executor_calls.array())
     for c in g.clients:
