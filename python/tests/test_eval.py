@@ -314,7 +314,7 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
         probe = e0["cpu_probe"]["probe_c_us"]
         assert 0 < probe["p50"] <= probe["max"] < 10_000, probe
         assert "--cpu-probe: fixed work" in r.stdout
-    assert data["params"]["setups"] == "4ST"  # --quick runs 4ST only: MT is not smoke-tested
+    assert data["params"]["setups"] == "4ST"  # --quick: 4ST unless --setups says MT
     # each executor process's threads by the cores they may run on, halfway through: its
     # executor and DDS's threads at least, on the cores the run may use
     allowed = set(os.sched_getaffinity(0))
@@ -585,6 +585,30 @@ def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
+    """MT at the smoke scale (--quick runs 4ST unless --setups says MT): one process, rclpy's
+    MultiThreadedExecutor for ROS 2 and four PicasExecutor threads for PAAM, each pinned to its
+    core. (A name shadowed in MT only once failed every MT run at its end, unseen by 4ST.)"""
+    pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
+    pytest.importorskip("std_msgs.msg", reason="std_msgs is not installed: `make ros`")
+    pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
+    r = _paam("eval", "case-study-2", "--quick", "--setups", "MT", "--methods", "ros2,paam",
+              "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / "summary.json").read_text())
+    assert data["params"]["setups"] == "MT"
+    duration = data["params"]["duration"]
+    for method in ("ROS 2", "PAAM"):
+        s = data["results"]["MT"][method]
+        assert s["hot_path_ms"]["n"] >= 0.4 * 10 * duration, (method, s["hot_path_ms"])
+        assert s["hot_path_ms"]["min"] >= 0.98 * data["hot_path_run_ms"]
+        threads = s["thread_cpus"]
+        assert list(threads) == ["E0+E1+E2+E3"], (method, threads)
+        assert sum(threads["E0+E1+E2+E3"].values()) >= 4, (method, threads)
+    # PAAM: four executors, each with an OS priority and its core
+    assert len(data["results"]["MT"]["PAAM"]["rt"]) == 4
 
 
 def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):

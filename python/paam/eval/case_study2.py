@@ -1241,7 +1241,8 @@ def analysis_bounds(r: dict, args, pl: dict, n_buckets: int, bd: dict | None) ->
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--setups", default="4ST,MT", help="subset of 4ST, MT")
+    p.add_argument("--setups", default=None,
+                   help="subset of 4ST, MT (default both; with --quick 4ST)")
     p.add_argument("--methods", default="ros2,picas,paam", help="subset of ros2, picas, paam")
     p.add_argument("--duration", type=float, default=600.0,
                    help="seconds per setup and method (default 600, the paper's 10 minutes)")
@@ -1295,7 +1296,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "E0's CPU ran slower in the slow instances (off by default: it adds "
                         "its time to E0's outside callbacks)")
     p.add_argument("--quick", action="store_true",
-                   help="CI smoke scale: 4ST only, --scale 0.2, 3 s per method")
+                   help="CI smoke scale: --scale 0.2, 3 s per method, 4ST unless --setups "
+                        "says otherwise")
     p.add_argument("--replot", action="store_true",
                    help="only redraw the figures from the CSV files of earlier runs (--inputs) "
                         "into --out")
@@ -1388,7 +1390,8 @@ def run(args: argparse.Namespace) -> int:
         args.scale = min(args.scale, 0.2)
         args.duration = min(args.duration, 3.0)
         args.warmup = min(args.warmup, 1.0)
-        args.setups = "4ST"
+    if args.setups is None:
+        args.setups = "4ST" if args.quick else "4ST,MT"
     methods = [METHOD_KEYS.get(m.strip()) for m in args.methods.split(",") if m.strip()]
     if None in methods or not methods:
         raise SystemExit("--methods: choose from ros2, picas, paam")
