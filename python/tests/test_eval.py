@@ -278,6 +278,36 @@ def test_cpu_ranges_round_trip():
     assert _cpus(cpu_ranges([0, 2, 3, 4, 7])) == [0, 2, 3, 4, 7]
 
 
+def test_thread_cpus_counts_threads_by_their_affinity():
+    """common.thread_cpus: this process's threads by the cores they may run on, a thread pinned
+    to one core under that core, the calling thread left out."""
+    import threading
+
+    from paam.eval.common import cpu_ranges, thread_cpus
+    allowed = sorted(os.sched_getaffinity(0))
+    core = allowed[-1]
+    pinned, release = threading.Event(), threading.Event()
+
+    def pin_and_wait():
+        os.sched_setaffinity(0, {core})
+        pinned.set()
+        release.wait(10)
+
+    t = threading.Thread(target=pin_and_wait)
+    t.start()
+    try:
+        assert pinned.wait(10)
+        before = thread_cpus(skip_self=False)
+        counts = thread_cpus()
+    finally:
+        release.set()
+        t.join()
+    assert counts.get(str(core), 0) >= 1, counts
+    assert sum(before.values()) == sum(counts.values()) + 1, (before, counts)
+    if len(allowed) > 1:  # (the calling thread keeps the whole set)
+        assert before.get(cpu_ranges(allowed), 0) >= 1, before
+
+
 def test_case_study_2_dds_cpus_spare_takes_the_cores_no_executor_uses():
     """--dds-cpus: the executor processes' other threads on their executors' cores (default)
     or on the spare ones (paamd's), and back on the executors' where none is spare."""
