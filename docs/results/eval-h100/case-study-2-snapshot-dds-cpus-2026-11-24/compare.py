@@ -4,8 +4,11 @@ lidar timers' due time), and on P the --dds-cpus pairs with E0's time per instan
 
     python compare.py > compare.txt
 """
+import csv
 import json
+import lzma
 import pathlib
+import statistics
 
 HERE = pathlib.Path(__file__).parent
 THREE_METHODS = {"O 4ST": ("O/s_ros2", "O/s_ros2b", "O/s_picas", "O/s_paam", "O/s_paam2"),
@@ -13,6 +16,9 @@ THREE_METHODS = {"O 4ST": ("O/s_ros2", "O/s_ros2b", "O/s_picas", "O/s_paam", "O/
                  "P 4ST (all --dds-cpus spare but a_exec, b_exec)":
                      ("P/r_spare", "P/p_spare", "P/a_exec", "P/a_spare", "P/b_spare", "P/b_exec")}
 PAIRS = ("P/a_exec", "P/a_spare", "P/b_spare", "P/b_exec", "P/m2_spare", "O/m_paam")
+# E0's time per instance is counted from the lidar timers' due time: the later the lidar
+# callbacks start, the more of the previous instance's callbacks the window holds
+PER_CALLBACK = ("O/s_paam", "O/s_paam2", "O/m_paam") + PAIRS[:5]
 
 
 def load(run):
@@ -72,3 +78,16 @@ for run in PAIRS:
           f"{fmt(split['inside_beyond_burn_ms'])}, probe "
           + (f"{probe['p50']:.1f} µs" if probe else "not run")
           + f"; threads {e0 or 'not recorded'}")
+
+print("\nE0's callbacks per instance window (from the due time), its own CPU time outside "
+      "callbacks per callback (ms, p50 over instances) and how late the later lidar callback "
+      "started (ms, p50)")
+for run in PER_CALLBACK:
+    with lzma.open(HERE / run / "hot_path.csv.xz", "rt") as f:
+        rows = [r for r in csv.DictReader(f) if r["e0_callbacks"] and float(r["e0_callbacks"])]
+    calls = [float(r["e0_callbacks"]) for r in rows]
+    per = [float(r["e0_outside_cpu_ms"]) / c for r, c in zip(rows, calls)]
+    share = sum(c >= 12 for c in calls) / len(calls)
+    print(f"  {run:11s} callbacks p50 {statistics.median(calls):4.1f}, 12 or more in "
+          f"{100 * share:4.1f}% | outside per callback {statistics.median(per):.3f} | late "
+          f"{statistics.median(float(r['lidar_late_ms']) for r in rows):5.1f}")
