@@ -1332,7 +1332,7 @@ def helper_cpus(placement: dict, args) -> list[int] | None:
     receive and event threads, started with the rclpy context): None for the process's own
     executor cores (``--dds-cpus executor``, as ``taskset`` on a whole process), else the
     cores no executor or stand-in uses (``spare``: the servers' cores), where there are any."""
-    if getattr(args, "dds_cpus", "executor") == "spare" and placement["server_cpus"]:
+    if args.dds_cpus == "spare" and placement["server_cpus"]:
         return list(placement["server_cpus"])
     return None
 
@@ -1345,11 +1345,10 @@ def _thread_cpus_line(by_process: dict) -> str:
 
 def helper_cpus_label(placement: dict, args) -> str:
     cpus = helper_cpus(placement, args)
-    if cpus is None:
-        why = (" (--dds-cpus spare: no core left)"
-               if getattr(args, "dds_cpus", "executor") == "spare" else "")
-        return f"on their executors' cores{why}"
-    return "on cores " + common.cpu_ranges(cpus)
+    if cpus is not None:
+        return "on cores " + common.cpu_ranges(cpus)
+    return "on their executors' cores" + (" (--dds-cpus spare: no core left)"
+                                          if args.dds_cpus == "spare" else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -1489,7 +1488,7 @@ def run(args: argparse.Namespace) -> int:
              "drops_by_subscription": r.get("sub_drops", {}),
              "lidar_samples": {"front": r["published"][0], "rear": r["published"][1],
                                "expected_each": int(args.duration * 1e3 // 100)},
-             "rt": r["rt"], "thread_cpus": r.get("threads", {}),
+             "rt": r["rt"], "thread_cpus": r["threads"],
              "cpu_beyond_burn_ms": common.summarize(r["excess_ms"]),
              "gpu_segment_wall_ms": common.summarize(r.get("gpu_segment_ms", [])),
              "paam_gpu_stages_ms": _stage_summary(r["gpu_stages_ns"]),
