@@ -43,35 +43,33 @@ class ServerProcess:
                  cpus: Sequence[int] | None = None):
         self.socket_path = socket_path
         self._tmp = tmpdir
-        self._log = tempfile.TemporaryFile(mode="w+")
+        self._log = tempfile.TemporaryFile()
         pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
         self.proc = subprocess.Popen(list(args), stdout=self._log, stderr=subprocess.STDOUT,
                                      preexec_fn=pin)
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout_sec: float = 10.0) -> None:
-        import socket as _socket
+        """Returns once paamd logs "serving on": its socket listens before its workers start,
+        so a connection alone does not mean that every worker thread exists yet."""
         deadline = time.monotonic() + timeout_sec
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise PaamError(f"paamd exited with status {self.proc.returncode}:\n{self.log()}")
-            if os.path.exists(self.socket_path):
-                s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-                try:
-                    s.connect(self.socket_path)
-                    return
-                except OSError:
-                    pass
-                finally:
-                    s.close()
+            if "serving on " in self.log():
+                return
             time.sleep(0.01)
         self.kill()
         raise PaamError(f"paamd did not start within {timeout_sec} s:\n{self.log()}")
 
     def log(self) -> str:
-        self._log.flush()
-        self._log.seek(0)
-        return self._log.read()
+        """Everything paamd has written so far. Read with pread: paamd shares the file's
+        offset, and a seek here could make its next line overwrite an earlier one."""
+        fd, chunks, offset = self._log.fileno(), [], 0
+        while chunk := os.pread(fd, 1 << 16, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks).decode(errors="replace")
 
     def stop(self, timeout_sec: float = 10.0) -> int | None:
         if self.proc.poll() is None:
