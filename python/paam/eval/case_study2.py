@@ -465,7 +465,7 @@ class _Graph:
         calls = self.hot_executor_calls if executor == self.hot_executor else None
         prio = callback_priority(node, index)[0]
         sched, burned = self.sched.read, self.burned
-        probe = _cpu_probe if self.cfg.get("cpu_probe") else (lambda: (-1, -1))
+        probe = _cpu_probe if self.cfg["cpu_probe"] else (lambda: (-1, -1))
 
         def call(*args) -> None:
             if calls is not None:  # (E0's callbacks only: the record's counters at the start)
@@ -849,7 +849,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     cpus = sorted(set(cfg["cpus"].values()))
     # Every thread started from here (DDS's included) on the process's executor cores, or with
     # --dds-cpus spare on the cores no executor uses; each executor thread then pins itself.
-    common.pin_this_thread(cfg.get("helper_cpus") or cpus)
+    common.pin_this_thread(cfg["helper_cpus"] or cpus)
     if cfg["method"] != "ros2":
         # ... and, for PiCAS and PAAM, at the process's top executor priority: DDS's threads
         # inherit it from this one, as from `chrt`/`nice` on a C++ executor process. (At nice 0
@@ -976,7 +976,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
             "wait": args.wait, "request_priority": args.request_priority,
-            "segments": args.segments, "cpu_probe": getattr(args, "cpu_probe", False),
+            "segments": args.segments, "cpu_probe": args.cpu_probe,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
             "priorities": {e[0]: e[2] for e in EXECUTORS}}

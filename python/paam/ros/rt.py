@@ -212,7 +212,11 @@ def _apply_timer_slack(report: RtReport) -> None:
 
 
 # per thread: whether its slack was seen at TIMER_SLACK_NS, so that tighten_timer_slack need not
-# ask again (a thread's slack changes only by its own prctl, or a change of its policy)
+# ask again. A thread's slack changes only by its own prctl or by its policy: Linux gives a
+# SCHED_FIFO thread none and a thread back from SCHED_FIFO to SCHED_OTHER the default (50 µs).
+# This flag does not see the latter; no thread of paam's takes SCHED_FIFO after its slack was
+# set here (apply_rt sets it on the nice fallback only, and a SCHED_FIFO thread reads 0, which
+# is not cached).
 _slack = threading.local()
 
 
