@@ -845,6 +845,31 @@ def _set_priority(cfg: dict, prio: int, cpu: int) -> str:
     return f"{common.apply_priority(prio, cfg['rt'])}, CPU {cpu}"
 
 
+def drain_and_shut_down(ex, timeout_s: float) -> bool:
+    """Let rclpy executor ``ex`` finish every callback it has started or queued, then shut it
+    down; False if one still ran after ``timeout_s``.
+
+    Jazzy's rclpy (7.1) does not wait in ``Executor.shutdown``: it tests its shutdown flag just
+    after setting it, so it returns at once. And a MultiThreadedExecutor may still hold handlers
+    queued in its thread pool, which would run after the shutdown against the executor's
+    destroyed guard condition or the nodes' destroyed entities ("The following exception was
+    never retrieved: cannot use Destroyable because destruction was requested", seventeen times
+    at the end of a 10-minute MT / ROS 2 run on the H100, 2026-11-25). So the pool is drained
+    first, while the executor and its nodes still exist, through its ``_executor`` (Jazzy has no
+    public way; later rclpy adds ``MultiThreadedExecutor.shutdown(wait_for_threads=True)``,
+    ros2/rclpy#1309).
+    Executors that run callbacks on the spinning thread have nothing in flight once it returns."""
+    from rclpy.executors import MultiThreadedExecutor
+    drained = True
+    if isinstance(ex, MultiThreadedExecutor):
+        drain = threading.Thread(target=ex._executor.shutdown, name="drain", daemon=True)
+        drain.start()
+        drain.join(timeout_s)
+        drained = not drain.is_alive()
+    ex.shutdown(timeout_sec=0)
+    return drained
+
+
 def _executor(cfg: dict, path: str, sync: dict) -> None:
     cpus = sorted(set(cfg["cpus"].values()))
     # Every thread started from here (DDS's included) on the process's executor cores, or with
@@ -929,16 +954,16 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
             for t in threads:
                 t.join()
     snap.cancel()
-    for t in g.timers:
-        t.cancel()
     # Wait for callbacks still in flight before reading their records or closing their clients:
     # rclpy's MultiThreadedExecutor.spin_once hands a callback to its thread pool and returns,
     # so the loop above can end while one still runs, and closing its GPU client under it
     # corrupted the heap ("malloc_consolidate(): unaligned fastbin chunk" in MT / ROS 2 runs).
     for name, ex in executors.items():
-        if not ex.shutdown(timeout_sec=30):
+        if not drain_and_shut_down(ex, timeout_s=30):
             print(f"case study 2: executor {name} still had a callback running 30 s after the "
                   "run; its records may miss it", file=sys.stderr, flush=True)
+    for t in g.timers:
+        t.cancel()
     np.savez(path, hot=g.hot.array(),
              bp_starts=np.asarray(g.bp_starts, dtype=np.int64),
              published=np.asarray([g.published["FrontLidarDriver"],
