@@ -10,7 +10,8 @@ Example::
         fut.result(timeout_sec=1.0)                           # -> 5.0x (ms on the device)
 
 Thread safety: requests on different kernels may run from different threads; one kernel
-holds one request at a time (a second submit before the first completes raises Busy).
+holds one request at a time (a second submit before the first completes raises Busy). close()
+may come from any thread: it waits for requests in progress elsewhere to complete.
 
 Device data (CUDA IPC): a client whose data already lives on the GPU registers, per kernel,
 its device input and output buffers as CUDA IPC handles (``device_buffers=``, see
@@ -29,6 +30,7 @@ or :meth:`Client.submit_device`: no host copies. The server must run the CUDA ba
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -123,6 +125,38 @@ def default_socket_path() -> str:
     return _core.default_socket_path()
 
 
+class _Gate:
+    """The requests in progress on one client, so that close() on another thread (an executor
+    shut down while a callback waits for its request) waits for them: it deregisters, which
+    unmaps the shared memory their data is in, only once none is left, and refuses new ones
+    from the moment it begins."""
+
+    __slots__ = ("_cond", "_busy", "_closing")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._busy = 0
+        self._closing = False
+
+    def __enter__(self) -> None:
+        with self._cond:
+            if self._closing:
+                raise Closed("client is closed")
+            self._busy += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._busy -= 1
+            if self._closing and not self._busy:
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        """Refuses new requests and waits until none is in progress."""
+        with self._cond:
+            self._closing = True
+            self._cond.wait_for(lambda: not self._busy)
+
+
 class Future:
     """The result of :meth:`Client.submit`, collected with :meth:`result`."""
 
@@ -147,15 +181,16 @@ class Future:
                     raise PaamTimeout(f"'{self.kernel}' has not completed")
                 timeout_sec = None
             timeout_ns = 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9))
-            try:
-                nbytes = self._client._native.wait(self._index, timeout_ns)
-                self._value = self._client._unpack(self._index, nbytes, self._ctx, self._spec)
-            except Exception as exc:  # noqa: BLE001 - stored and re-raised below
-                from .errors import PaamTimeout
-                if isinstance(exc, PaamTimeout):
-                    raise
-                self._error = exc
-            self._collected = True
+            with self._client._gate:
+                try:
+                    nbytes = self._client._native.wait(self._index, timeout_ns)
+                    self._value = self._client._unpack(self._index, nbytes, self._ctx, self._spec)
+                except Exception as exc:  # noqa: BLE001 - stored and re-raised below
+                    from .errors import PaamTimeout
+                    if isinstance(exc, PaamTimeout):
+                        raise
+                    self._error = exc
+                self._collected = True
         if self._error is not None:
             raise self._error
         return self._value
@@ -200,27 +235,31 @@ class Client:
         self._device_sizes = {d[0]: d[3] for d in device}
         self._wait = wait
         self._last_index: int | None = None
+        self._gate = _Gate()
 
     # -- requests ---------------------------------------------------------------------------
 
     def request(self, kernel: str, *inputs: Any, timeout_sec: float | None = None, **params: Any) -> Any:
         """Runs ``kernel`` on ``inputs`` and returns its result (see paam.kernels for types)."""
-        k, spec = self._lookup(kernel)
-        nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
-        out = self._native.call(k, nbytes, p, 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
-        self._last_index = k
-        return self._unpack(k, out, ctx, spec)
+        with self._gate:
+            k, spec = self._lookup(kernel)
+            nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
+            out = self._native.call(k, nbytes, p,
+                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+            self._last_index = k
+            return self._unpack(k, out, ctx, spec)
 
     def submit(self, kernel: str, *inputs: Any, **params: Any) -> Future:
         """Queues a request and returns a :class:`Future` at once (in direct mode the kernel
         runs before submit returns)."""
-        k, spec = self._lookup(kernel)
-        if self._native.outstanding(k):
-            raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
-        nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
-        self._native.submit(k, nbytes, p)
-        self._last_index = k
-        return Future(self, kernel, k, ctx, spec)
+        with self._gate:
+            k, spec = self._lookup(kernel)
+            if self._native.outstanding(k):
+                raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
+            nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
+            self._native.submit(k, nbytes, p)
+            self._last_index = k
+            return Future(self, kernel, k, ctx, spec)
 
     def request_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None,
                        timeout_sec: float | None = None) -> int:
@@ -232,21 +271,24 @@ class Client:
         ``cupy.cuda.Stream.null.synchronize()``) before calling: the server's stream does not
         wait for yours. When this returns, the output is complete in device memory. Raises
         InvalidArgument if ``kernel`` has no device buffers."""
-        k, nbytes = self._device_request(kernel, input_bytes)
-        out = self._native.call(k, nbytes, [int(x) for x in params],
-                                0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)), True)
-        self._last_index = k
-        return out
+        with self._gate:
+            k, nbytes = self._device_request(kernel, input_bytes)
+            out = self._native.call(k, nbytes, [int(x) for x in params],
+                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)),
+                                    True)
+            self._last_index = k
+            return out
 
     def submit_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None) -> Future:
         """Asynchronous :meth:`request_device`: returns a :class:`Future` whose result is the
         output byte count (the output is in device memory once the future is done)."""
-        k, nbytes = self._device_request(kernel, input_bytes)
-        if self._native.outstanding(k):
-            raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
-        self._native.submit(k, nbytes, [int(x) for x in params], True)
-        self._last_index = k
-        return Future(self, kernel, k, None, None)
+        with self._gate:
+            k, nbytes = self._device_request(kernel, input_bytes)
+            if self._native.outstanding(k):
+                raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
+            self._native.submit(k, nbytes, [int(x) for x in params], True)
+            self._last_index = k
+            return Future(self, kernel, k, None, None)
 
     def input_buffer(self, kernel: str) -> np.ndarray:
         """The zero-copy input area of ``kernel`` (uint8, writable), valid until close()."""
@@ -256,11 +298,12 @@ class Client:
                     timeout_sec: float | None = None) -> np.ndarray:
         """Runs ``kernel`` on the first ``input_bytes`` already written into input_buffer();
         returns a copy of the output bytes."""
-        k = self._lookup(kernel)[0]
-        out = self._native.call(k, int(input_bytes), [int(x) for x in params],
-                                0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
-        self._last_index = k
-        return self._native.output_view(k)[:out].copy()
+        with self._gate:
+            k = self._lookup(kernel)[0]
+            out = self._native.call(k, int(input_bytes), [int(x) for x in params],
+                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+            self._last_index = k
+            return self._native.output_view(k)[:out].copy()
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -319,7 +362,10 @@ class Client:
     # -- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Deregisters from the server. Idempotent."""
+        """Deregisters from the server. Idempotent, and safe from any thread: a request in
+        progress on another thread (request(), or a Future's result()) completes first and
+        returns its result; requests made once close() has begun raise Closed."""
+        self._gate.close()
         self._native.close()
 
     @property

@@ -10,7 +10,9 @@
 
 #include <time.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "paam/client.h"
 
@@ -117,21 +119,58 @@ class PyClient {
     client_ = std::move(c.value());
   }
 
+  // For calls that hold the GIL throughout: close() needs the GIL to begin, so none of them
+  // can run while it does; once it has begun they get kClosed.
   paam::Client& get() {
-    if (!client_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
+    if (!client_ || closing_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
     return *client_;
   }
+
+  // Deregisters, after every call in flight without the GIL on other threads has returned: the
+  // C++ Client must not be closed under them (paam/client.h), and Python code closes clients
+  // from any thread (an executor shut down while a callback waits for its request). Calls that
+  // come after it begins get kClosed. Idempotent; a second close() while one runs returns at
+  // once.
   void close() {
-    if (client_) {
-      nb::gil_scoped_release release;
-      client_->Close();
+    if (!client_ || closing_) return;
+    closing_ = true;
+    nb::gil_scoped_release release;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_.wait(lock, [this] { return in_flight_ == 0; });
     }
+    client_->Close();
     client_.reset();
   }
   bool closed() const { return !client_; }
 
+  // A call that runs without the GIL (it may block until its request completes): counted from
+  // before the GIL is released until after it is taken back, so that close() waits for it.
+  class InFlight {
+   public:
+    explicit InFlight(PyClient& c) : c_(c), client_(c.get()) {
+      std::lock_guard<std::mutex> lock(c.mu_);
+      ++c.in_flight_;
+    }
+    ~InFlight() {
+      std::lock_guard<std::mutex> lock(c_.mu_);
+      if (--c_.in_flight_ == 0) c_.idle_.notify_all();
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+    paam::Client& client() { return client_; }
+
+   private:
+    PyClient& c_;
+    paam::Client& client_;
+  };
+
  private:
   std::unique_ptr<paam::Client> client_;
+  bool closing_ = false;  // read and written with the GIL held
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int in_flight_ = 0;
 };
 
 using ByteView = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>;
@@ -185,7 +224,8 @@ void BindClient(nb::module_& m) {
             ParamsFrom(params, p);
             uint64_t out = 0;
             paam::Status st;
-            paam::Client& client = c.get();
+            PyClient::InFlight use(c);
+            paam::Client& client = use.client();
             {
               nb::gil_scoped_release release;
               st = device ? client.CallDevice(k, input_bytes, p, &out, timeout_ns)
@@ -202,7 +242,8 @@ void BindClient(nb::module_& m) {
             uint64_t p[4];
             ParamsFrom(params, p);
             paam::Status st;
-            paam::Client& client = c.get();
+            PyClient::InFlight use(c);
+            paam::Client& client = use.client();
             {
               nb::gil_scoped_release release;  // direct mode runs the kernel here
               st = device ? client.SubmitDevice(k, input_bytes, p) : client.Submit(k, input_bytes, p);
@@ -216,7 +257,8 @@ void BindClient(nb::module_& m) {
           [](PyClient& c, int k, uint64_t timeout_ns) {
             uint64_t out = 0;
             paam::Status st;
-            paam::Client& client = c.get();
+            PyClient::InFlight use(c);
+            paam::Client& client = use.client();
             {
               nb::gil_scoped_release release;
               st = client.Wait(k, &out, timeout_ns);

@@ -119,3 +119,57 @@ def test_admission_by_analysis_with_one_bucket_refuses_clients_without_a_timing_
     with paam.testing.start_server(admission="analysis", buckets=1, device_cpu=-2) as srv:
         with pytest.raises(paam.NotAdmitted, match="--buckets 2"):
             paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path)
+
+
+
+@pytest.mark.parametrize("wait", ["spin", "suspend"])
+@pytest.mark.parametrize("how", ["request", "future"])
+def test_close_from_another_thread_waits_for_the_request_in_flight(server, wait, how):
+    # A client closed while another thread waits for its request (an executor shutting down
+    # under a callback): close() waits for that request, which returns its result, and later
+    # requests get Closed. Closing under it used to unmap the request's shared memory and free
+    # the client beneath the waiting thread (a segmentation fault).
+    import threading
+    import time
+
+    for _ in range(3):
+        c = paam.Client(priority=3, kernels=["spin"], wait=wait, socket=server.socket_path)
+        got: list = []
+        if how == "request":
+            work = lambda: got.append(c.request("spin", duration_ms=150))  # noqa: E731
+        else:
+            fut = c.submit("spin", duration_ms=150)
+            work = lambda: got.append(fut.result())  # noqa: E731
+        t = threading.Thread(target=work)
+        t.start()
+        time.sleep(0.05)  # the request is in flight
+        t0 = time.monotonic()
+        c.close()
+        assert time.monotonic() - t0 >= 0.05, "close() returned under the request in flight"
+        t.join(5)
+        assert got and got[0] >= 150
+        assert c.closed
+        with pytest.raises(paam.errors.Closed):
+            c.request("spin", duration_ms=1)
+        c.close()  # idempotent
+
+
+def test_the_native_client_closed_under_a_native_call_waits_for_it(server):
+    # The thin native layer too (paam._core, used by benchmarks): no crash, close() waits.
+    import threading
+    import time
+
+    c = paam.Client(priority=3, kernels=["spin"], socket=server.socket_path)
+    native, k = c._native, 0
+    nbytes, p, _ = paam.kernels.spec_for("spin").pack(native.input_view(k), duration_ms=150)
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(native.call(k, nbytes, p, 0)))
+    t.start()
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    native.close()
+    assert time.monotonic() - t0 >= 0.05
+    t.join(5)
+    assert got and native.closed
+    with pytest.raises(paam.errors.Closed):
+        native.call(k, nbytes, p, 0)

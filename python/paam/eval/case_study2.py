@@ -956,8 +956,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
     snap.cancel()
     # Wait for callbacks still in flight before reading their records or closing their clients:
     # rclpy's MultiThreadedExecutor.spin_once hands a callback to its thread pool and returns,
-    # so the loop above can end while one still runs, and closing its GPU client under it
-    # corrupted the heap ("malloc_consolidate(): unaligned fastbin chunk" in MT / ROS 2 runs).
+    # so the loop above can end while one still runs. (Closing its GPU client under it
+    # corrupted the heap in MT / ROS 2 runs, "malloc_consolidate(): unaligned fastbin chunk",
+    # until paam.Client.close learnt to wait for requests in flight.)
     for name, ex in executors.items():
         if not drain_and_shut_down(ex, timeout_s=30):
             print(f"case study 2: executor {name} still had a callback running 30 s after the "
