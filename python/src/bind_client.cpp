@@ -122,7 +122,7 @@ class PyClient {
   // For calls that hold the GIL throughout: close() needs the GIL to begin, so none of them
   // can run while it does; once it has begun they get kClosed.
   paam::Client& get() {
-    if (!client_ || closing_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
+    if (closing_ || !client_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
     return *client_;
   }
 
@@ -132,15 +132,17 @@ class PyClient {
   // come after it begins get kClosed. Idempotent; a second close() while one runs returns at
   // once.
   void close() {
-    if (!client_ || closing_) return;
+    if (closing_ || !client_) return;
     closing_ = true;
-    nb::gil_scoped_release release;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      idle_.wait(lock, [this] { return in_flight_ == 0; });
+      nb::gil_scoped_release release;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        idle_.wait(lock, [this] { return in_flight_ == 0; });
+      }
+      client_->Close();
     }
-    client_->Close();
-    client_.reset();
+    client_.reset();  // with the GIL again: closed() reads the pointer
   }
   bool closed() const { return !client_; }
 
