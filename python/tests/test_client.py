@@ -1,4 +1,7 @@
 """The Python client against a real paamd: kernels, wait modes, async, errors, direct mode."""
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -121,6 +124,12 @@ def test_admission_by_analysis_with_one_bucket_refuses_clients_without_a_timing_
             paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path)
 
 
+def _until(ready, timeout_sec: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_sec
+    while not ready():
+        assert time.monotonic() < deadline, "the other thread's request never got in flight"
+        time.sleep(0.001)
+
 
 @pytest.mark.parametrize("wait", ["spin", "suspend"])
 @pytest.mark.parametrize("how", ["request", "future"])
@@ -129,9 +138,6 @@ def test_close_from_another_thread_waits_for_the_request_in_flight(server, wait,
     # under a callback): close() waits for that request, which returns its result, and later
     # requests get Closed. Closing under it used to unmap the request's shared memory and free
     # the client beneath the waiting thread (a segmentation fault).
-    import threading
-    import time
-
     for _ in range(3):
         c = paam.Client(priority=3, kernels=["spin"], wait=wait, socket=server.socket_path)
         got: list = []
@@ -140,12 +146,12 @@ def test_close_from_another_thread_waits_for_the_request_in_flight(server, wait,
         else:
             fut = c.submit("spin", duration_ms=150)
             work = lambda: got.append(fut.result())  # noqa: E731
+        t0 = time.monotonic()
         t = threading.Thread(target=work)
         t.start()
-        time.sleep(0.05)  # the request is in flight
-        t0 = time.monotonic()
+        _until(lambda: c._gate._busy)  # the other thread is inside request() / result()
         c.close()
-        assert time.monotonic() - t0 >= 0.05, "close() returned under the request in flight"
+        assert time.monotonic() - t0 >= 0.15, "close() returned under the request in flight"
         t.join(5)
         assert got and got[0] >= 150
         assert c.closed
@@ -156,19 +162,16 @@ def test_close_from_another_thread_waits_for_the_request_in_flight(server, wait,
 
 def test_the_native_client_closed_under_a_native_call_waits_for_it(server):
     # The thin native layer too (paam._core, used by benchmarks): no crash, close() waits.
-    import threading
-    import time
-
     c = paam.Client(priority=3, kernels=["spin"], socket=server.socket_path)
     native, k = c._native, 0
     nbytes, p, _ = paam.kernels.spec_for("spin").pack(native.input_view(k), duration_ms=150)
     got: list = []
+    t0 = time.monotonic()
     t = threading.Thread(target=lambda: got.append(native.call(k, nbytes, p, 0)))
     t.start()
-    time.sleep(0.05)
-    t0 = time.monotonic()
+    _until(lambda: native.outstanding(k))  # submitted: the call waits for it
     native.close()
-    assert time.monotonic() - t0 >= 0.05
+    assert time.monotonic() - t0 >= 0.15
     t.join(5)
     assert got and native.closed
     with pytest.raises(paam.errors.Closed):
