@@ -20,9 +20,11 @@ class Client:
     def kernel_index(self, name: str) -> int: ...
     def kernel_names(self) -> list[str]: ...
     def input_view(self, k: int) -> npt.NDArray[np.uint8]:
-        """Writable view of kernel k's input area (valid until close())."""
+        """Writable view of kernel k's input area. It keeps the shared memory mapped while it
+        lives, also after close() (which takes it out of use: no request reads it)."""
     def output_view(self, k: int) -> npt.NDArray[np.uint8]:
-        """View of kernel k's output area (valid until the next request on k or close())."""
+        """View of kernel k's output area: the last output until the next request on k. It keeps
+        the shared memory mapped while it lives, also after close()."""
     def call(self, k: int, input_bytes: int, params: list[int], timeout_ns: int = 0, device: bool = False) -> int:
         """Submit + wait; returns the output byte count. timeout_ns 0: no timeout.
         device=True runs on the device buffers declared at registration (CUDA IPC)."""

@@ -127,9 +127,9 @@ def default_socket_path() -> str:
 
 class _Gate:
     """The requests in progress on one client, so that close() on another thread (an executor
-    shut down while a callback waits for its request) waits for them: it deregisters, which
-    unmaps the shared memory their data is in, only once none is left, and refuses new ones
-    from the moment it begins."""
+    shut down while a callback waits for its request) waits for them: it deregisters, after
+    which their results could no longer be collected, only once none is left, and refuses new
+    ones from the moment it begins."""
 
     __slots__ = ("_cond", "_busy", "_closing")
 
@@ -291,7 +291,9 @@ class Client:
             return Future(self, kernel, k, None, None)
 
     def input_buffer(self, kernel: str) -> np.ndarray:
-        """The zero-copy input area of ``kernel`` (uint8, writable), valid until close()."""
+        """The zero-copy input area of ``kernel`` (uint8, writable). The array keeps the client's
+        shared memory mapped for as long as it lives, so it stays safe to read and write after
+        close(); from then on no request uses what it holds."""
         return self._native.input_view(self._lookup(kernel)[0])
 
     def request_raw(self, kernel: str, input_bytes: int, params: Sequence[int] = (),
@@ -364,7 +366,9 @@ class Client:
     def close(self) -> None:
         """Deregisters from the server. Idempotent, and safe from any thread: a request in
         progress on another thread (request(), or a Future's result()) completes first and
-        returns its result; requests made once close() has begun raise Closed."""
+        returns its result; requests made once close() has begun raise Closed. Arrays from
+        input_buffer() stay valid memory (no request uses them any more); the shared memory is
+        unmapped once the last of them is gone."""
         self._gate.close()
         self._native.close()
 

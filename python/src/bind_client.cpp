@@ -130,21 +130,20 @@ class PyClient {
   // C++ Client must not be closed under them (paam/client.h), and Python code closes clients
   // from any thread (an executor shut down while a callback waits for its request). Calls that
   // come after it begins get kClosed. Idempotent; a second close() while one runs returns at
-  // once.
+  // once. The regions stay mapped: the numpy views of input_view/output_view own this object,
+  // so nanobind destroys it, and the C++ Client with it (which unmaps), only after the last
+  // view is gone; until then a view left over from before close() is still memory.
   void close() {
     if (closing_ || !client_) return;
     closing_ = true;
+    nb::gil_scoped_release release;
     {
-      nb::gil_scoped_release release;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        idle_.wait(lock, [this] { return in_flight_ == 0; });
-      }
-      client_->Close();
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_.wait(lock, [this] { return in_flight_ == 0; });
     }
-    client_.reset();  // with the GIL again: closed() reads the pointer
+    client_->Deregister();
   }
-  bool closed() const { return !client_; }
+  bool closed() const { return closing_ || !client_; }
 
   // A call that runs without the GIL (it may block until its request completes): counted from
   // before the GIL is released until after it is taken back, so that close() waits for it.
@@ -168,7 +167,7 @@ class PyClient {
   };
 
  private:
-  std::unique_ptr<paam::Client> client_;
+  std::unique_ptr<paam::Client> client_;  // set once; freed with this object (see close())
   bool closing_ = false;  // read and written with the GIL held
   std::mutex mu_;
   std::condition_variable idle_;
@@ -209,7 +208,9 @@ void BindClient(nb::module_& m) {
             size_t shape[1] = {span.size()};
             return ByteView(span.data(), 1, shape, self);
           },
-          "k"_a, "Writable uint8 view of kernel k's input area (valid until close()).")
+          "k"_a,
+          "Writable uint8 view of kernel k's input area. It keeps this client's shared memory mapped "
+          "while it lives, also after close() (which takes it out of use: no request reads it).")
       .def(
           "output_view",
           [](nb::handle self, int k) {
@@ -217,7 +218,9 @@ void BindClient(nb::module_& m) {
             size_t shape[1] = {span.size()};
             return ByteView(const_cast<uint8_t*>(span.data()), 1, shape, self);
           },
-          "k"_a, "uint8 view of kernel k's output area (valid until the next request on k or close()).")
+          "k"_a,
+          "uint8 view of kernel k's output area: the last output until the next request on k. It keeps "
+          "the shared memory mapped while it lives, also after close().")
       .def(
           "call",
           [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, uint64_t timeout_ns,

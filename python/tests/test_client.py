@@ -1,4 +1,7 @@
 """The Python client against a real paamd: kernels, wait modes, async, errors, direct mode."""
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -78,6 +81,66 @@ def test_zero_copy_input_buffer_and_raw_requests(server):
         buf[16:32].view(np.float32)[:] = [10, 20, 30, 40]
         out = c.request_raw("vector_add", 32, params=[4])
         np.testing.assert_array_equal(out.view(np.float32), [11, 22, 33, 44])
+
+
+# Run in a fresh interpreter: the failure it guards against is a segmentation fault, which
+# would take pytest down with it.
+_VIEWS_AFTER_CLOSE = textwrap.dedent("""
+    import gc, sys
+    import numpy as np
+    import paam
+
+    def region_mappings():
+        with open("/proc/self/maps") as f:
+            return sum("paam-region" in line for line in f)
+
+    socket = sys.argv[1]
+    kw = {"socket": socket} if socket else {"direct": True, "device_cpu": -2, "socket": "/nonexistent"}
+    c = paam.Client(kernels={"vector_add": 1 << 20}, **kw)  # large: direct mode's buffers are mmapped
+    buf = c.input_buffer("vector_add")
+    buf[:16].view(np.float32)[:] = [1, 2, 3, 4]
+    buf[16:32].view(np.float32)[:] = [10, 20, 30, 40]
+    np.testing.assert_array_equal(c.request_raw("vector_add", 32, params=[4]).view(np.float32), [11, 22, 33, 44])
+    out = c._native.output_view(0)
+    c.close()
+    assert c.closed
+    try:
+        c.request_raw("vector_add", 32, params=[4])
+    except paam.errors.Closed:
+        pass
+    else:
+        raise AssertionError("a request after close() did not raise Closed")
+    try:
+        c.input_buffer("vector_add")
+    except paam.errors.Closed:
+        pass
+    else:
+        raise AssertionError("input_buffer() after close() did not raise Closed")
+    buf[:] = 7                      # still memory: no segmentation fault
+    assert int(buf[-1]) == 7 and int(buf.sum()) == 7 * buf.size
+    assert out[:16].view(np.float32).tolist() == [11, 22, 33, 44]
+    if socket:
+        assert region_mappings() > 0
+    del c
+    gc.collect()
+    buf[0] = 1                      # the arrays outlive the paam.Client too
+    del buf, out
+    gc.collect()
+    if socket:
+        assert region_mappings() == 0, "the last array is gone but the regions stay mapped"
+""")
+
+
+@pytest.mark.parametrize("mode", ["server", "direct"])
+def test_input_buffer_stays_memory_after_close(server, mode):
+    # An array from input_buffer() kept past close() used to point into unmapped memory, so
+    # touching it crashed the process; now it keeps the mapping until it is gone.
+    socket = server.socket_path if mode == "server" else ""
+    r = subprocess.run([sys.executable, "-c", _VIEWS_AFTER_CLOSE, socket], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, f"exit code {r.returncode}\n{r.stdout}\n{r.stderr}"
+    with paam.Client(kernels=["vector_add"], socket=server.socket_path) as c:  # the server still serves
+        np.testing.assert_array_equal(c.request("vector_add", [1, 2], [3, 4]), [4, 6])
 
 
 def test_priority_and_bucket_come_from_registration(server2):

@@ -6,7 +6,7 @@
 // or Submit() + Wait() (asynchronous). Each region holds one request at a time.
 //
 // Thread safety:
-//   - Connect() and Close() must not race with other calls on the same Client.
+//   - Connect(), Deregister() and Close() must not race with other calls on the same Client.
 //   - Calls on *different* kernel indices may run concurrently from different threads.
 //   - Calls on the *same* kernel index must be serialized by the caller (a second Submit while
 //     one is outstanding returns kBusy).
@@ -73,6 +73,14 @@ class Client {
 
   // Deregisters and unmaps. Idempotent. Outstanding requests are abandoned.
   void Close();
+  // The server-facing half of Close(): deregisters (outstanding requests are abandoned) and
+  // drops the connection, but keeps the regions mapped until Close() or the destructor, so
+  // that memory the caller still holds from Input(k)/Output(k) stays readable and writable;
+  // no request uses it any more (a request the server was running may still write its
+  // output there). Later per-kernel calls behave as after Close() (kClosed, empty spans,
+  // false); the kernel names stay. Close() after it unmaps. Idempotent. For bindings whose
+  // views of the regions may outlive the registration (Python's numpy arrays).
+  void Deregister();
 
   // Index of a declared kernel, or -1.
   int KernelIndex(std::string_view name) const;

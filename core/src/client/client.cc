@@ -260,7 +260,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
-void Client::Close() {
+void Client::Deregister() {
   if (!impl_ || impl_->closed) return;
   impl_->closed = true;
   if (impl_->socket.valid()) {
@@ -270,14 +270,22 @@ void Client::Close() {
     }
     impl_->socket.reset();
   }
+  // Nothing outside this class points into the channel or the doorbell: they go now. The
+  // regions stay mapped (see client.h), so views of Input(k)/Output(k) stay valid memory.
+  impl_->channel = nullptr;
+  impl_->channel_mapping.Reset();
+  impl_->doorbell = nullptr;
+  impl_->doorbell_mapping.Reset();
+  impl_->wake.reset();
+}
+
+void Client::Close() {
+  if (!impl_) return;
+  Deregister();
   if (impl_->backend) {
     for (auto& r : impl_->regions) impl_->backend->DetachRegion(&r.direct_memory);
   }
   impl_->regions.clear();
-  impl_->channel_mapping.Reset();
-  impl_->doorbell_mapping.Reset();
-  impl_->doorbell = nullptr;
-  impl_->wake.reset();
 }
 
 int Client::KernelIndex(std::string_view name) const {

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -724,6 +726,90 @@ TEST(Server, DeregistrationFreesTheClientAndTimeoutsKeepTheRequest) {
   }
   EXPECT_EQ(server->Stats().active_clients, 0u);
   EXPECT_EQ(server->Stats().clients_reaped, 0u) << "an orderly deregistration is not a reap";
+}
+
+// Whether addr lies in a mapping of a server region (a memfd named paam-region-<kernel>).
+bool InRegionMapping(const void* addr) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+      return line.find("paam-region") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+TEST(Server, DeregisterKeepsTheRegionsMappedUntilCloseOrDestruction) {
+  // Bindings hand out views of Input(k)/Output(k) that may outlive the registration (Python's
+  // numpy arrays): after Deregister() the server has let the client go and requests get
+  // kClosed, but the views stay memory until Close() or the destructor unmaps them.
+  auto server = StartServer();
+  for (const bool destroy : {false, true}) {
+    auto c = Connect(*server, 1, {{"vector_add", 4096, 4096}});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(server->Stats().active_clients, 1u);
+    std::vector<float> out;
+    ASSERT_TRUE(VectorAdd(*c, {1, 2}, {10, 20}, &out).ok());
+    const std::span<uint8_t> in = c->Input(0);
+    const std::span<const uint8_t> result = c->Output(0);
+    ASSERT_TRUE(InRegionMapping(in.data()));
+    ASSERT_TRUE(InRegionMapping(result.data()));
+
+    c->Deregister();
+    for (int i = 0; i < 100 && server->Stats().active_clients != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(server->Stats().active_clients, 0u);
+    EXPECT_EQ(server->Stats().clients_reaped, 0u) << "an orderly deregistration is not a reap";
+    ASSERT_TRUE(InRegionMapping(in.data()) && InRegionMapping(result.data())) << "unmapped by Deregister()";
+    std::memset(in.data(), 0xab, in.size());
+    EXPECT_EQ(in[in.size() - 1], 0xab);
+    EXPECT_EQ(std::memcmp(result.data(), out.data(), 2 * sizeof(float)), 0) << "the last result is still readable";
+    uint64_t params[4] = {2, 0, 0, 0};
+    EXPECT_EQ(c->Call(0, 16, params, nullptr).code(), Errc::kClosed);
+    EXPECT_EQ(c->Submit(0, 16, params).code(), Errc::kClosed);
+    EXPECT_EQ(c->Wait(0, nullptr).code(), Errc::kClosed);
+    EXPECT_TRUE(c->Input(0).empty());
+    EXPECT_TRUE(c->Output(0).empty());
+    EXPECT_FALSE(c->Outstanding(0));
+    c->Deregister();  // idempotent
+    EXPECT_TRUE(InRegionMapping(in.data()));
+
+    if (destroy) {
+      c.reset();
+    } else {
+      c->Close();
+    }
+    EXPECT_FALSE(InRegionMapping(in.data())) << (destroy ? "the destructor" : "Close()") << " left the region mapped";
+    EXPECT_FALSE(InRegionMapping(result.data()));
+    if (c) c->Close();  // idempotent
+  }
+  EXPECT_EQ(server->Stats().clients_reaped, 0u);
+}
+
+TEST(Server, DirectModeDeregisterKeepsTheRegionsUntilClose) {
+  ClientOptions o;
+  o.socket_path = TempSocket();
+  o.direct = true;
+  o.direct_device_cpu = -2;
+  o.kernels = {{"vector_add", 64, 64}};
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> out;
+  ASSERT_TRUE(VectorAdd(**c, {1, 2}, {10, 20}, &out).ok());
+  const std::span<uint8_t> in = (*c)->Input(0);
+  (*c)->Deregister();
+  EXPECT_EQ((*c)->KernelCount(), 1) << "the regions go with Close(), not before";
+  std::memset(in.data(), 0xab, in.size());  // still allocated (a use after free only ASan would report)
+  EXPECT_EQ(in[0], 0xab);
+  uint64_t params[4] = {2, 0, 0, 0};
+  EXPECT_EQ((*c)->Call(0, 16, params, nullptr).code(), Errc::kClosed);
+  EXPECT_TRUE((*c)->Input(0).empty());
+  (*c)->Close();
+  EXPECT_EQ((*c)->KernelCount(), 0);
 }
 
 TEST(Server, DirectModeRunsTheSameKernelsWithoutAServer) {
