@@ -164,6 +164,10 @@ class PicasExecutor(Executor):
         self.on_pick: Optional[Callable[[object, int], None]] = None
         # await_result's futures this executor collects itself, unless it must sleep first
         self._uncollected: list[AcceleratorFuture] = []
+        # Callbacks running now (a task's step on a spinning thread), so that shutdown() waits
+        # for them: Jazzy's Executor.shutdown does not wait at all (see shutdown()).
+        self._stepping = 0
+        self._stepping_cond = threading.Condition()
 
     # -- PiCAS API -----------------------------------------------------------------------------
 
@@ -320,11 +324,49 @@ class PicasExecutor(Executor):
         self.spin()
 
     def shutdown(self, timeout_sec: Optional[float] = None) -> bool:
-        """rclpy's ``shutdown``; the executor's own wait then lets go of the nodes it kept."""
-        done = super().shutdown(timeout_sec)
+        """Stops the executor: no callback starts from now on, and it waits (at most
+        ``timeout_sec``; forever if ``None`` or negative, not at all if 0) for the callback
+        running on a spinning thread to return. True if none runs any more (apart from the
+        caller's own, when a callback shuts its executor down); False on timeout, and then the
+        executor is stopped but keeps its nodes and guard condition until a later call returns
+        True. A coroutine callback suspended on an ``await`` is not running: it is abandoned,
+        since nothing spins to resume it.
+
+        rclpy's documented contract, which Jazzy's ``Executor.shutdown`` (rclpy 7.1) does not
+        keep: it tests its shutdown flag right after setting it, so it never waits, and then
+        destroys the guard condition under a callback still running. Its own wait, when it
+        works, counts suspended coroutines too, so it would hang on one forever."""
+        with self._shutdown_lock:
+            if not self._is_shutdown:
+                self._is_shutdown = True
+                if self._guard is not None:
+                    self._guard.trigger()
+        own = getattr(_running_in, "steps", ()).count(self)  # this thread's own callbacks
+        if timeout_sec is not None and timeout_sec < 0:
+            timeout_sec = None
+        with self._stepping_cond:
+            if not self._stepping_cond.wait_for(lambda: self._stepping <= own, timeout_sec):
+                return False
+        super().shutdown(0)  # the flag is set: rclpy's part is the clean-up
         if self._scanner is not None:
-            self._scanner.close()
-        return done
+            self._scanner.close()  # the executor's own wait lets go of the nodes it kept
+        return True
+
+    def _begin_step(self) -> bool:
+        """Before running a picked callback: False (run nothing) once shutdown() has begun;
+        else counts it, so that shutdown() waits for it, until :meth:`_end_step`."""
+        with self._stepping_cond:
+            if self._is_shutdown:
+                return False
+            self._stepping += 1
+        _running_in.steps = getattr(_running_in, "steps", ()) + (self,)
+        return True
+
+    def _end_step(self) -> None:
+        _running_in.steps = _running_in.steps[:-1]
+        with self._stepping_cond:
+            self._stepping -= 1
+            self._stepping_cond.notify_all()
 
     # -- spinning ------------------------------------------------------------------------------
 
@@ -384,11 +426,14 @@ class PicasExecutor(Executor):
         task, entity = best
         if self.on_pick is not None:
             self.on_pick(entity, best_key[0])
+        if not self._begin_step():
+            return
         outer, _running_in.callback = getattr(_running_in, "callback", None), (self, best_key[0])
         try:
             task()
         finally:
             _running_in.callback = outer
+            self._end_step()
         if task.exception() is not None:
             raise task.exception()
         task.result()
@@ -540,7 +585,12 @@ class PicasExecutor(Executor):
             handler, _entity, _node = self.wait_for_ready_callbacks(timeout_sec, None, condition)
         except (ShutdownException, TimeoutException, ConditionReachedException):
             return
-        handler()
+        if not self._begin_step():
+            return
+        try:
+            handler()
+        finally:
+            self._end_step()
         if handler.exception() is not None:
             raise handler.exception()
         handler.result()

@@ -601,3 +601,115 @@ def test_a_clients_response_callback_runs_at_the_clients_priority(ros_context):
     assert executor.callback_priority(task) == executor.default_priority
     executor.shutdown()
     node.destroy_node()
+
+
+# shutdown(): Jazzy's Executor.shutdown returns at once, under a callback still running.
+
+def _spinning(executor):
+    t = threading.Thread(target=executor.spin, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("kind", ["picas", "picas-disabled"])
+def test_shutdown_waits_for_the_running_callback_and_starts_no_other(kind, ros_context):
+    import rclpy
+
+    node = rclpy.create_node(f"shutdown_{uuid.uuid4().hex[:8]}", context=ros_context)
+    started, release = threading.Event(), threading.Event()
+    runs: list[float] = []
+    finished: list[float] = []
+
+    def on_timer():
+        runs.append(time.monotonic())
+        if len(runs) == 1:
+            started.set()
+            release.wait(10)
+            finished.append(time.monotonic())
+    node.create_timer(0.005, on_timer)
+    executor = _make_executor(kind, ros_context)
+    executor.add_node(node)
+    spinner = _spinning(executor)
+    assert started.wait(10)
+    threading.Timer(0.3, release.set).start()
+    t0 = time.monotonic()
+    assert executor.shutdown(timeout_sec=10)
+    returned = time.monotonic()
+    assert finished and finished[0] <= returned, "shutdown() returned under a running callback"
+    assert returned - t0 >= 0.25
+    spinner.join(5)
+    assert not spinner.is_alive()
+    n = len(runs)
+    time.sleep(0.1)  # the timer is due 20 times over: nothing runs it any more
+    assert len(runs) == n
+    node.destroy_node()
+
+
+def test_shutdown_times_out_under_a_running_callback_and_finishes_later(ros_context):
+    import rclpy
+
+    node = rclpy.create_node(f"shutdown_{uuid.uuid4().hex[:8]}", context=ros_context)
+    started, release = threading.Event(), threading.Event()
+
+    def on_timer():
+        started.set()
+        release.wait(10)
+    node.create_timer(0.005, on_timer)
+    executor = _make_executor("picas", ros_context)
+    executor.add_node(node)
+    spinner = _spinning(executor)
+    assert started.wait(10)
+    t0 = time.monotonic()
+    assert executor.shutdown(timeout_sec=0.2) is False
+    assert 0.15 <= time.monotonic() - t0 < 5
+    assert executor.shutdown(timeout_sec=0) is False  # still running: 0 does not wait
+    release.set()
+    assert executor.shutdown(timeout_sec=10)
+    spinner.join(5)
+    assert not spinner.is_alive()
+    node.destroy_node()
+
+
+@pytest.mark.parametrize("kind", ["picas", "picas-disabled"])
+def test_shutdown_from_inside_a_callback_does_not_wait_for_itself(kind, ros_context):
+    import rclpy
+
+    node = rclpy.create_node(f"shutdown_{uuid.uuid4().hex[:8]}", context=ros_context)
+    executor = _make_executor(kind, ros_context)
+    results: list[bool] = []
+    node.create_timer(0.005, lambda: results.append(executor.shutdown()))
+    executor.add_node(node)
+    spinner = _spinning(executor)
+    spinner.join(10)
+    assert not spinner.is_alive(), "shutdown() from a callback waited for that callback"
+    assert results == [True]
+    node.destroy_node()
+
+
+def test_shutdown_abandons_a_coroutine_suspended_on_an_await(ros_context):
+    import rclpy
+    from rclpy.task import Future
+
+    node = rclpy.create_node(f"shutdown_{uuid.uuid4().hex[:8]}", context=ros_context)
+    never = Future()
+    suspended = threading.Event()
+    timer = None
+
+    async def on_timer():
+        timer.cancel()
+        suspended.set()
+        await never
+    timer = node.create_timer(0.005, on_timer)
+    executor = _make_executor("picas", ros_context)
+    executor.add_node(node)
+    spinner = _spinning(executor)
+    assert suspended.wait(10)
+    result: list[bool] = []
+    closer = threading.Thread(target=lambda: result.append(executor.shutdown()), daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "shutdown() waited for a suspended coroutine"
+    assert result == [True]
+    spinner.join(5)
+    assert not spinner.is_alive()
+    node.destroy_node()
