@@ -204,12 +204,12 @@ def test_close_from_another_thread_waits_for_the_request_in_flight(server, wait,
     for _ in range(3):
         c = paam.Client(priority=3, kernels=["spin"], wait=wait, socket=server.socket_path)
         got: list = []
+        t0 = time.monotonic()  # before the request starts: a Future's kernel runs from submit()
         if how == "request":
             work = lambda: got.append(c.request("spin", duration_ms=150))  # noqa: E731
         else:
             fut = c.submit("spin", duration_ms=150)
             work = lambda: got.append(fut.result())  # noqa: E731
-        t0 = time.monotonic()
         t = threading.Thread(target=work)
         t.start()
         _until(lambda: c._gate._busy)  # the other thread is inside request() / result()
