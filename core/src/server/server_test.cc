@@ -790,13 +790,19 @@ TEST(Server, DeregisterKeepsTheRegionsMappedUntilCloseOrDestruction) {
   EXPECT_EQ(server->Stats().clients_reaped, 0u);
 }
 
-TEST(Server, DirectModeDeregisterKeepsTheRegionsUntilClose) {
+// A direct-mode client's options: vector_add on the CPU device, no server (nobody listens on
+// the socket: direct mode must not care).
+ClientOptions DirectOptions() {
   ClientOptions o;
   o.socket_path = TempSocket();
   o.direct = true;
   o.direct_device_cpu = -2;
   o.kernels = {{"vector_add", 64, 64}};
-  auto c = Client::Connect(o);
+  return o;
+}
+
+TEST(Server, DirectModeDeregisterKeepsTheRegionsUntilClose) {
+  auto c = Client::Connect(DirectOptions());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::vector<float> out;
   ASSERT_TRUE(VectorAdd(**c, {1, 2}, {10, 20}, &out).ok());
@@ -813,11 +819,7 @@ TEST(Server, DirectModeDeregisterKeepsTheRegionsUntilClose) {
 }
 
 TEST(Server, DirectModeRunsTheSameKernelsWithoutAServer) {
-  ClientOptions o;
-  o.socket_path = TempSocket();  // nobody listens: direct mode must not care
-  o.direct = true;
-  o.direct_device_cpu = -2;
-  o.kernels = {{"vector_add", 64, 64}};
+  ClientOptions o = DirectOptions();
   auto c = Client::Connect(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::vector<float> out;
