@@ -125,6 +125,11 @@ def default_socket_path() -> str:
     return _core.default_socket_path()
 
 
+def _timeout_ns(timeout_sec: float | None) -> int:
+    """The native layer's timeout: 0 waits as long as the request takes."""
+    return 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9))
+
+
 class _Gate:
     """The requests in progress on one client, so that close() on another thread (an executor
     shut down while a callback waits for its request) waits for them: it deregisters, after
@@ -180,7 +185,7 @@ class Future:
                     from .errors import PaamTimeout
                     raise PaamTimeout(f"'{self.kernel}' has not completed")
                 timeout_sec = None
-            timeout_ns = 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9))
+            timeout_ns = _timeout_ns(timeout_sec)
             with self._client._gate:
                 try:
                     nbytes = self._client._native.wait(self._index, timeout_ns)
@@ -244,8 +249,7 @@ class Client:
         with self._gate:
             k, spec = self._lookup(kernel)
             nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
-            out = self._native.call(k, nbytes, p,
-                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+            out = self._native.call(k, nbytes, p, _timeout_ns(timeout_sec))
             self._last_index = k
             return self._unpack(k, out, ctx, spec)
 
@@ -273,8 +277,7 @@ class Client:
         InvalidArgument if ``kernel`` has no device buffers."""
         with self._gate:
             k, nbytes = self._device_request(kernel, input_bytes)
-            out = self._native.call(k, nbytes, [int(x) for x in params],
-                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)),
+            out = self._native.call(k, nbytes, [int(x) for x in params], _timeout_ns(timeout_sec),
                                     True)
             self._last_index = k
             return out
@@ -303,7 +306,7 @@ class Client:
         with self._gate:
             k = self._lookup(kernel)[0]
             out = self._native.call(k, int(input_bytes), [int(x) for x in params],
-                                    0 if timeout_sec is None else max(1, int(timeout_sec * 1e9)))
+                                    _timeout_ns(timeout_sec))
             self._last_index = k
             return self._native.output_view(k)[:out].copy()
 

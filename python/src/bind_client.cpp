@@ -122,7 +122,7 @@ class PyClient {
   // For calls that hold the GIL throughout: close() needs the GIL to begin, so none of them
   // can run while it does; once it has begun they get kClosed.
   paam::Client& get() {
-    if (closing_ || !client_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
+    if (closing_) Raise(paam::Status(paam::Errc::kClosed, "client is closed"));
     return *client_;
   }
 
@@ -134,7 +134,7 @@ class PyClient {
   // so nanobind destroys it, and the C++ Client with it (which unmaps), only after the last
   // view is gone; until then a view left over from before close() is still memory.
   void close() {
-    if (closing_ || !client_) return;
+    if (closing_) return;
     closing_ = true;
     nb::gil_scoped_release release;
     {
@@ -143,7 +143,7 @@ class PyClient {
     }
     client_->Deregister();
   }
-  bool closed() const { return closing_ || !client_; }
+  bool closed() const { return closing_; }
 
   // A call that runs without the GIL (it may block until its request completes): counted from
   // before the GIL is released until after it is taken back, so that close() waits for it.
@@ -167,7 +167,7 @@ class PyClient {
   };
 
  private:
-  std::unique_ptr<paam::Client> client_;  // set once; freed with this object (see close())
+  std::unique_ptr<paam::Client> client_;  // set by the constructor; freed with this object (see close())
   bool closing_ = false;  // read and written with the GIL held
   std::mutex mu_;
   std::condition_variable idle_;

@@ -420,16 +420,16 @@ class PicasExecutor(Executor):
                 return
             best, best_key = self._best(candidates)
             st.choose_ns += time.perf_counter_ns() - t2
+        if not self._begin_step():  # shut down meanwhile: the pick is dropped
+            return
         st.picks += 1
         if len(candidates) > st.max_candidates:
             st.max_candidates = len(candidates)
         task, entity = best
-        if self.on_pick is not None:
-            self.on_pick(entity, best_key[0])
-        if not self._begin_step():
-            return
         outer, _running_in.callback = getattr(_running_in, "callback", None), (self, best_key[0])
         try:
+            if self.on_pick is not None:
+                self.on_pick(entity, best_key[0])
             task()
         finally:
             _running_in.callback = outer
