@@ -1118,6 +1118,13 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
         assert common.server_pin_label(args) == "not pinned, CUDA wait nap (paamd's default)"
         mp.setenv("PAAM_CUDA_WAIT", "block")
         assert common.server_pin_label(args) == "not pinned, CUDA wait block (paamd's default)"
+        # the direct methods' clients spin as a plain CUDA program does, unless told
+        assert common.direct_wait_label(args) == ("direct clients' CUDA wait: block "
+                                                  "($PAAM_CUDA_WAIT)")
+        mp.delenv("PAAM_CUDA_WAIT")
+        assert common.direct_wait_label(args) == ("direct clients' CUDA wait: spin (CUDA's "
+                                                  "default for one context)")
+        assert common.direct_wait_label(p.parse_args([])) == ""  # the cpu backend: none
     bad_forms = ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "nap:-5", "Block")
     for bad in bad_forms:
         with pytest.raises(SystemExit):

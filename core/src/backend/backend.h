@@ -116,7 +116,7 @@ struct BackendOptions {
   int rt_priority_base = 80;   // SCHED_FIFO priority of the lowest level
   std::string cuda_devices;    // CUDA backend: "0,1" (empty: all)
   // CUDA backend: how a worker waits for its stream work (ParseCudaWait's forms; empty:
-  // $PAAM_CUDA_WAIT, else "nap").
+  // $PAAM_CUDA_WAIT, else "nap" in paamd and "spin" in direct mode: ResolveCudaWait).
   std::string cuda_wait;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
@@ -136,6 +136,15 @@ struct CudaWait {
 };
 // `text`'s wait, or an invalid_argument error that quotes it and names the valid forms.
 Result<CudaWait> ParseCudaWait(std::string_view text);
+
+// The wait of a CUDA backend built from `options`: options.cuda_wait, else `env_wait` (the
+// value of $PAAM_CUDA_WAIT, or null; an error from it says so), else the default. The default
+// is "nap" for paamd's workers and "spin" in a client's direct mode: a direct client stands for
+// a plain CUDA program, and CUDA's own default for a process with one context spins while it
+// waits. A direct client that naps lets other threads onto its core during every kernel, which
+// changes the direct-invocation baselines (case study 1's PiCAS chain 1: 141 ms spinning, 291-297 ms
+// napping, H100, 2026-11-25).
+Result<CudaWait> ResolveCudaWait(const BackendOptions& options, const char* env_wait);
 
 // Creates the backend named by options.kind, or an error naming the valid kinds
 // (and saying so when CUDA support was not compiled in or no GPU is present).

@@ -35,6 +35,16 @@ Result<CudaWait> ParseCudaWait(std::string_view text) {
                                         "(US = 1..10000 microseconds), got '" + std::string(text) + "'");
 }
 
+Result<CudaWait> ResolveCudaWait(const BackendOptions& options, const char* env_wait) {
+  if (!options.cuda_wait.empty()) return ParseCudaWait(options.cuda_wait);
+  if (env_wait != nullptr) {
+    auto wait = ParseCudaWait(env_wait);
+    if (!wait.ok()) return Status(wait.status().code(), "PAAM_CUDA_WAIT: " + wait.status().message());
+    return wait;
+  }
+  return ParseCudaWait(options.direct ? "spin" : "nap");
+}
+
 Result<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options, KernelRegistry* registry) {
   (void)registry;
   if (options.kind == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options, options.direct));

@@ -21,6 +21,27 @@
 namespace paam {
 namespace {
 
+TEST(BackendOptions, ResolveCudaWaitNapsInPaamdAndSpinsInDirectModeUnlessTold) {
+  BackendOptions server, direct;
+  direct.direct = true;
+  EXPECT_EQ(ResolveCudaWait(server, nullptr)->kind, CudaWait::Kind::kNap);
+  EXPECT_EQ(ResolveCudaWait(server, nullptr)->nap_us, CudaWait::kDefaultNapUs);
+  EXPECT_EQ(ResolveCudaWait(direct, nullptr)->kind, CudaWait::Kind::kSpin);
+  // $PAAM_CUDA_WAIT over the default, the option over both
+  EXPECT_EQ(ResolveCudaWait(server, "block")->kind, CudaWait::Kind::kBlock);
+  EXPECT_EQ(ResolveCudaWait(direct, "nap:200")->nap_us, 200);
+  direct.cuda_wait = "poll";
+  EXPECT_EQ(ResolveCudaWait(direct, "block")->kind, CudaWait::Kind::kPoll);
+  // a bad value says where it came from
+  auto bad_env = ResolveCudaWait(server, "sleepy");
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_EQ(bad_env.status().message().rfind("PAAM_CUDA_WAIT: ", 0), 0u) << bad_env.status().message();
+  server.cuda_wait = "sleepy";
+  auto bad_option = ResolveCudaWait(server, "spin");
+  ASSERT_FALSE(bad_option.ok());
+  EXPECT_EQ(bad_option.status().message().find("PAAM_CUDA_WAIT"), std::string::npos);
+}
+
 TEST(BackendOptions, ParseCudaWaitTakesEveryFormAndQuotesABadOne) {
   const std::pair<const char*, CudaWait::Kind> kinds[] = {
       {"spin", CudaWait::Kind::kSpin}, {"poll", CudaWait::Kind::kPoll}, {"block", CudaWait::Kind::kBlock}};

@@ -790,7 +790,8 @@ def run(args: argparse.Namespace) -> int:
     params = {k: v for k, v in vars(args).items() if k != "func"}
     demand = bucket_demand(spec) if args.backend == "cpu" else None  # the CPU device core's
     common.write_json(out / "summary.json", {
-        "meta": meta, "params": params, "cpu_mapping": mapping, "device_cpu": dev,
+        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args),
+        "cpu_mapping": mapping, "device_cpu": dev,
         "epsilon_ms": eps, "epsilon_from": eps_from, "epsilon_idle_us": calibration,
         "kappa_ms": kappa, "calibration_s": args.calibration if calib_run is not None else 0,
         "costs_for_bound": costs, "costs_in_measured_run": costs_in_run,
@@ -910,6 +911,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
                      f"{common.server_pin_label(args)}; PAAM executors "
                      "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
+    if {"ROS 2", "PiCAS"} & set(methods) and common.direct_wait_label(args):
+        lines.append(common.direct_wait_label(args))
     if args.keep_awake:
         lines.append("--keep-awake: a SCHED_IDLE busy loop on every core (but a polling paamd's) "
                      "during every method")

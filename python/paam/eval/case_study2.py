@@ -1591,7 +1591,8 @@ def run(args: argparse.Namespace) -> int:
         common.write_csv(out / "host_stat.csv", host_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
-        "meta": meta, "params": params, "placement": pl, "demand": dem,
+        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args),
+        "placement": pl, "demand": dem,
         "gpu_buckets": n_buckets, "server_threads": server_notes,
         "paamd_startup": paamd_said,
         "hot_path_run_ms": hot_path_floor(args), "results": summary})
@@ -1775,6 +1776,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
              f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
+             + (f"; {common.direct_wait_label(args)}"
+                if common.direct_wait_label(args) and {"ROS 2", "PiCAS"} & set(methods) else "")
              + ("; PAAM's segments awaited (async)"
                 if getattr(args, "segments", "sync") == "async" else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"

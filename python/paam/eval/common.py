@@ -329,8 +329,13 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "epsilon at 9.7 ms on the 2-core VM: docs/evaluation-log.md section 1)")
 
 
-#: paamd's CUDA wait when none is given (core's CudaBackend::Init; spin until 2026-11-24)
+#: paamd's CUDA wait when none is given (core's ResolveCudaWait; spin until 2026-11-24)
 PAAMD_CUDA_WAIT = "nap"
+#: a direct client's CUDA wait when none is given (core's ResolveCudaWait): CUDA's own default
+#: for a process with one context. From 2026-11-24 (640c10a) to 2026-11-25 direct clients
+#: napped like paamd, which changed the direct baselines (case study 1's PiCAS chain 1 on
+#: the H100: 141 ms spinning, 291-297 ms napping)
+DIRECT_CUDA_WAIT = "spin"
 
 
 def _cuda_wait(text: str) -> str:
@@ -514,6 +519,16 @@ def server_pin_label(args: argparse.Namespace) -> str:
         wait = os.environ.get("PAAM_CUDA_WAIT") or PAAMD_CUDA_WAIT
         label += f", CUDA wait {wait} (paamd's default)"
     return label
+
+
+def direct_wait_label(args: argparse.Namespace) -> str:
+    """How the direct methods' clients (ROS 2, PiCAS) wait for their kernels on the cuda
+    backend ("" on the cpu backend): $PAAM_CUDA_WAIT, else spinning as a plain CUDA program."""
+    if getattr(args, "backend", "cpu") != "cuda":
+        return ""
+    env = os.environ.get("PAAM_CUDA_WAIT")
+    return (f"direct clients' CUDA wait: {env} ($PAAM_CUDA_WAIT)" if env else
+            f"direct clients' CUDA wait: {DIRECT_CUDA_WAIT} (CUDA's default for one context)")
 
 
 def threading_native_id() -> int:

@@ -240,15 +240,8 @@ Status CudaBackend::SetUpFlags(Unit* unit) {
 }
 
 Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& ordinals) {
-  const char* env_wait = std::getenv("PAAM_CUDA_WAIT");
-  const bool from_env = options.cuda_wait.empty() && env_wait != nullptr;
-  auto wait = ParseCudaWait(!options.cuda_wait.empty() ? std::string_view(options.cuda_wait)
-                            : from_env                 ? std::string_view(env_wait)
-                                                       : std::string_view("nap"));
-  if (!wait.ok()) {
-    return Status(Errc::kInvalidArgument,
-                  std::string("cuda: ") + (from_env ? "PAAM_CUDA_WAIT: " : "") + wait.status().message());
-  }
+  auto wait = ResolveCudaWait(options, std::getenv("PAAM_CUDA_WAIT"));
+  if (!wait.ok()) return Status(Errc::kInvalidArgument, "cuda: " + wait.status().message());
   wait_ = wait->kind;
   nap_ns_ = static_cast<int64_t>(wait->nap_us) * 1000;
   if (Flagged()) {

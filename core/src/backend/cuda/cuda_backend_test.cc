@@ -224,6 +224,21 @@ TEST_F(CudaBackendTest, EachLevelRunsOnItsOwnStreamPriorityHighestFirst) {
   EXPECT_EQ(r.mem.backend_state, nullptr);
 }
 
+TEST_F(CudaBackendTest, PaamdNapsAndADirectClientSpinsByDefault) {
+  if (std::getenv("PAAM_CUDA_WAIT") != nullptr) GTEST_SKIP() << "PAAM_CUDA_WAIT is set";
+  for (const bool direct : {false, true}) {
+    BackendOptions o;
+    o.kind = "cuda";
+    o.direct = direct;
+    auto made = CreateCudaBackend(o, &registry_);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    std::string note;
+    ASSERT_TRUE(made.value()->PrepareWorker(0, 0, 0, &note).ok());
+    if (note.find(", poll wait") != std::string::npos) GTEST_SKIP() << "this driver falls back to poll";
+    EXPECT_NE(note.find(direct ? ", spin wait" : ", nap wait"), std::string::npos) << direct << ": " << note;
+  }
+}
+
 TEST_F(CudaBackendTest, EveryWaitModeCompletesAndNamesItselfAndABadOneIsRefused) {
   const std::pair<const char*, const char*> modes[] = {{"spin", ", spin wait"},
                                                        {"poll", ", poll wait"},
