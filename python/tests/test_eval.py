@@ -1247,3 +1247,35 @@ def test_lock_memory_locks_where_permitted_and_says_why_not_elsewhere():
     line, vmlck = r.stdout.splitlines()[:2]
     assert line.startswith("memory not locked: RLIMIT_MEMLOCK is 64 kB") and "ulimit -l" in line
     assert int(vmlck.split()[1]) == 0
+
+
+def test_case_study_2_replot_draws_runs_together_from_plain_and_xz_csv(tmp_path):
+    import lzma
+
+    from paam.cli import main
+
+    hot = ("setup,method,t_s,latency_ms,drops,lidar_late_ms\n"
+           + "".join(f"MT,{{m}},{i / 10:.3f},{80 + i % 7}.0,{i % 2},{i % 5}.0\n" for i in range(40)))
+    bp = "setup,method,t_s,period_ms\n" + "".join(f"MT,{{m}},{i / 10:.3f},{99 + i % 3}.0\n"
+                                                  for i in range(40))
+    for name, method, packed in (("a", "PAAM", False), ("b", "PiCAS", True)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "summary.json").write_text(json.dumps({"params": {"scale": 1.0, "gpu_ms": 2.5}}))
+        (d / "bp_period.csv").write_text(bp.format(m=method))
+        if packed:  # committed raw results are xz-compressed
+            with lzma.open(d / "hot_path.csv.xz", "wt") as f:
+                f.write(hot.format(m=method))
+        else:
+            (d / "hot_path.csv").write_text(hot.format(m=method))
+    out = tmp_path / "both"
+    assert main(["eval", "case-study-2", "--replot", "--inputs",
+                 f"{tmp_path / 'a'},{tmp_path / 'b'}", "--out", str(out)]) == 0
+    for fig in ("fig11a_hot_path_latency.png", "fig11b_bp_period.png", "fig11c_drops.png"):
+        assert (out / fig).stat().st_size > 1000
+    # runs made with different segment lengths are not drawn as one
+    (tmp_path / "b" / "summary.json").write_text(json.dumps({"params": {"scale": 1.0,
+                                                                         "gpu_ms": 2.0}}))
+    with pytest.raises(SystemExit, match="differ"):
+        main(["eval", "case-study-2", "--replot", "--inputs",
+              f"{tmp_path / 'a'},{tmp_path / 'b'}", "--out", str(out)])

@@ -2090,12 +2090,12 @@ def load_results(out: Path, setups=None, methods=None):
     import csv
     hot: dict = {}
     bp: dict = {}
-    with (out / "hot_path.csv").open() as f:
+    with common.open_csv(out / "hot_path.csv") as f:
         for r in csv.DictReader(f):  # (lidar_late_ms: since the tenth session; empty: none)
             hot.setdefault((r["setup"], r["method"]), []).append(
                 (float(r["latency_ms"]), int(r["drops"]),
                  float(r.get("lidar_late_ms") or "nan")))
-    with (out / "bp_period.csv").open() as f:
+    with common.open_csv(out / "bp_period.csv") as f:
         for r in csv.DictReader(f):
             bp.setdefault((r["setup"], r["method"]), []).append(float(r["period_ms"]))
     results = {}

@@ -142,6 +142,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def open_csv(path: Path):
+    """``path`` opened for reading as text, or ``path`` + ".xz" when only that exists (raw
+    results are committed xz-compressed, docs/results)."""
+    if not path.exists() and path.with_name(path.name + ".xz").exists():
+        import lzma
+        return lzma.open(path.with_name(path.name + ".xz"), "rt", newline="")
+    return path.open(newline="")
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     """Rows of dicts (same keys) as CSV; floats with 3 decimals."""
     if not rows:
