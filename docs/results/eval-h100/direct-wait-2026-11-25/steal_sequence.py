@@ -1,18 +1,20 @@
-"""The host's steal over machine B's whole sequence (case study 1's three methods, then case
-study 2's MT PAAM, PiCAS, ROS 2), from the /proc/stat samples that device_long_run.sh takes
-every second: steal of all CPUs and busy time of paamd's cores (0, 1, 8-15; under case study
-1's PAAM, `--server-poll-us always` keeps them busy, which marks when paamd ran there).
+"""The host's steal over one machine's whole sequence of runs, from the /proc/stat samples that
+scripts/device_long_run.sh takes every second: steal of all CPUs and busy time of paamd's cores
+(0, 1, 8-15; under case study 1's PAAM, `--server-poll-us always` keeps them busy, which marks
+when paamd ran there). B: case study 1's three methods, then MT PAAM, PiCAS, ROS 2. C: MT
+PAAM with the default waits and with every wait spinning, alternating.
 
-    python steal_sequence.py     # writes fig_steal_sequence.png, prints steal_sequence.txt
+    python steal_sequence.py B     # writes B/fig_steal_sequence.png and B/steal_sequence.txt
 """
 import gzip
+import sys
 from pathlib import Path
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-here = Path(__file__).parent
+here = Path(__file__).parent / (sys.argv[1] if len(sys.argv) > 1 else "B")
 TICK_MS = 10  # USER_HZ 100
 PAAMD_CPUS = [0, 1] + list(range(8, 16))
 
@@ -52,7 +54,8 @@ for name, a, b in runs:
     for m in range(a, b, 60):
         w = [(s, u) for tt, s, u in rows if m <= tt < min(m + 60, b)]
         if w:
-            per_min.append(f"{sum(s for s, _ in w) / len(w):.0f} ({sum(u for _, u in w) / len(w):.0f})")
+            steal, busy = sum(s for s, _ in w) / len(w), sum(u for _, u in w) / len(w)
+            per_min.append(f"{steal:.0f} ({busy:.0f})")
     whole = [s for tt, s, _ in rows if a <= tt < b]
     lines.append(f"{name:<9} mean {sum(whole) / len(whole):5.0f} | " + ", ".join(per_min))
 text = "\n".join(lines)
@@ -72,21 +75,23 @@ ax2 = ax.twinx()
 ax2.plot(xs, [b / 1000 for b in bu], color="tab:blue", alpha=0.5,
          label="paamd's cores busy (CPUs, right axis)")
 ax2.set_ylabel("CPUs busy on paamd's cores")
-ax2.set_ylim(0, 10)
-colors = {"cs1": "0.9", "mt-paam": "#cfe2f3", "mt-picas": "#e6d9f2", "mt-ros2": "#fde2c8"}
+ax2.set_ylim(0, 12)
+colors = {"cs1": "0.9", "mt-paam": "#cfe2f3", "mt-picas": "#e6d9f2", "mt-ros2": "#fde2c8",
+          "a1": "#cfe2f3", "a2": "#cfe2f3", "s1": "#fde2c8", "s2": "#fde2c8"}
 names = {"cs1": "case study 1:\nROS 2, PiCAS, PAAM", "mt-paam": "MT PAAM",
-         "mt-picas": "MT PiCAS", "mt-ros2": "MT ROS 2"}
+         "mt-picas": "MT PiCAS", "mt-ros2": "MT ROS 2", "a1": "MT PAAM\ndefault waits",
+         "a2": "MT PAAM\ndefault waits", "s1": "MT PAAM\nall waits spin",
+         "s2": "MT PAAM\nall waits spin"}
 for name, a, b in runs:
     ax.axvspan((a - start) / 60, (b - start) / 60, color=colors.get(name, "0.95"), zorder=0)
     ax.text(((a + b) / 2 - start) / 60, 490, names.get(name, name),
             ha="center", va="top", fontsize=8)
-ax.set_xlabel("minutes since the runs began (machine B, H100, 2026-11-25)")
+ax.set_xlabel(f"minutes since the runs began (machine {here.name}, H100, 2026-11-25)")
 ax.set_ylabel("ms per s")
 ax.set_ylim(0, 500)
 h1, l1 = ax.get_legend_handles_labels()
 h2, l2 = ax2.get_legend_handles_labels()
 ax.legend(h1 + h2, l1 + l2, loc="center right", fontsize=8)
-ax.set_title("The host's steal over the sequence: high while paamd served, low under the "
-             "direct methods", fontsize=10)
+ax.set_title(f"Machine {here.name}: the host's steal over the sequence of runs", fontsize=10)
 fig.tight_layout()
 fig.savefig(here / "fig_steal_sequence.png", dpi=110)
