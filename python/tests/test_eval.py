@@ -1279,3 +1279,13 @@ def test_case_study_2_replot_draws_runs_together_from_plain_and_xz_csv(tmp_path)
     with pytest.raises(SystemExit, match="differ"):
         main(["eval", "case-study-2", "--replot", "--inputs",
               f"{tmp_path / 'a'},{tmp_path / 'b'}", "--out", str(out)])
+
+
+def test_methods_parse_to_names_in_the_given_order_and_a_bad_key_exits():
+    from paam.eval import common
+
+    assert common.parse_methods("paam, ros2") == ["PAAM", "ROS 2"]
+    assert common.parse_methods("ros2,picas,paam") == list(common.METHODS)
+    for bad in ("", ",", "ros", "paam,PiCAS"):
+        with pytest.raises(SystemExit, match="choose from ros2, picas, paam"):
+            common.parse_methods(bad)

@@ -58,8 +58,7 @@ from paam.analysis.model import SystemSpec
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
-METHODS = ("ROS 2", "PiCAS", "PAAM")
-METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
+METHODS, METHOD_KEYS = common.METHODS, common.METHOD_KEYS
 DEFAULT_SYSTEM = Path(__file__).with_name("case_study_1.yaml")
 
 
@@ -625,9 +624,7 @@ def run(args: argparse.Namespace) -> int:
         args.duration = min(args.duration, 2.5)
         args.calibration = min(args.calibration, 1.5)
         args.chains = args.chains or "chain1,chain2,chain3,be1"
-    methods = [METHOD_KEYS.get(m.strip()) for m in args.methods.split(",") if m.strip()]
-    if None in methods or not methods:
-        raise SystemExit("--methods: choose from ros2, picas, paam")
+    methods = common.parse_methods(args.methods)
     if args.scale <= 0 or args.duration <= 0:
         raise SystemExit("--scale and --duration must be positive")
     if args.calibration < 0:

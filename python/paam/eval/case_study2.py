@@ -89,8 +89,7 @@ import numpy as np
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
-METHODS = ("ROS 2", "PiCAS", "PAAM")
-METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
+METHODS, METHOD_KEYS = common.METHODS, common.METHOD_KEYS
 SETUPS = ("4ST", "MT")
 
 
@@ -1417,9 +1416,7 @@ def run(args: argparse.Namespace) -> int:
         args.warmup = min(args.warmup, 1.0)
     if args.setups is None:
         args.setups = "4ST" if args.quick else "4ST,MT"
-    methods = [METHOD_KEYS.get(m.strip()) for m in args.methods.split(",") if m.strip()]
-    if None in methods or not methods:
-        raise SystemExit("--methods: choose from ros2, picas, paam")
+    methods = common.parse_methods(args.methods)
     setups = [s.strip().upper() for s in args.setups.split(",") if s.strip()]
     if not setups or any(s not in SETUPS for s in setups):
         raise SystemExit("--setups: choose from 4ST, MT")

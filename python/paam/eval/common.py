@@ -142,6 +142,19 @@ def _clean(value: Any) -> Any:
     return value
 
 
+#: the case studies' three methods, in their order, and their ``--methods`` keys
+METHODS = ("ROS 2", "PiCAS", "PAAM")
+METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
+
+
+def parse_methods(text: str) -> list[str]:
+    """``--methods`` ("ros2,picas,paam" or a subset) as method names; exits naming the keys."""
+    methods = [METHOD_KEYS.get(m.strip()) for m in text.split(",") if m.strip()]
+    if None in methods or not methods:
+        raise SystemExit("--methods: choose from ros2, picas, paam")
+    return methods
+
+
 def open_csv(path: Path):
     """``path`` opened for reading as text, or ``path`` + ".xz" when only that exists (raw
     results are committed xz-compressed, docs/results)."""
