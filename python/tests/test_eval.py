@@ -1255,7 +1255,8 @@ def test_case_study_2_replot_draws_runs_together_from_plain_and_xz_csv(tmp_path)
     from paam.cli import main
 
     hot = ("setup,method,t_s,latency_ms,drops,lidar_late_ms\n"
-           + "".join(f"MT,{{m}},{i / 10:.3f},{80 + i % 7}.0,{i % 2},{i % 5}.0\n" for i in range(40)))
+           + "".join(f"MT,{{m}},{i / 10:.3f},{80 + i % 7}.0,{i % 2},{i % 5}.0\n"
+                     for i in range(40)))
     bp = "setup,method,t_s,period_ms\n" + "".join(f"MT,{{m}},{i / 10:.3f},{99 + i % 3}.0\n"
                                                   for i in range(40))
     for name, method, packed in (("a", "PAAM", False), ("b", "PiCAS", True)):
