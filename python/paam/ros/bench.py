@@ -97,11 +97,13 @@ class _LineReader:
     caller waited for, so the child never blocks on a full pipe. Lines are kept until a waiter
     consumes them with :meth:`wait_for`; only beyond ``keep`` unconsumed lines (a child that
     floods its output while nobody waits) are the oldest dropped, so memory stays bounded.
+    The thread reads its own duplicate of the descriptor: whoever closes ``proc.stdout`` frees
+    that number for the next pipe, which the thread must never read from.
     """
 
     def __init__(self, proc: subprocess.Popen, keep: int = 200_000) -> None:
         self.proc = proc
-        self._fd = proc.stdout.fileno()
+        self._fd = os.dup(proc.stdout.fileno())  # closed by the thread at end of output
         self._lines: "collections.deque[str]" = collections.deque(maxlen=keep)
         self._tail: "collections.deque[str]" = collections.deque(maxlen=50)  # for messages
         self._cond = threading.Condition()
@@ -130,6 +132,7 @@ class _LineReader:
                     self._tail.extend(lines)
                     self._cond.notify_all()
         finally:
+            os.close(self._fd)
             with self._cond:
                 if buf:
                     last = buf.decode(errors="replace")

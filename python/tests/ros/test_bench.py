@@ -1,6 +1,7 @@
 """``paam ros-bench``: the reading of its helper processes' output, and the executor chain."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -64,6 +65,27 @@ def test_a_child_that_exits_without_the_line_fails_at_once_with_its_output(child
     with pytest.raises(SystemExit, match="something else"):
         _wait_line(p, "ready", 20)
     assert time.monotonic() - t0 < 10
+
+
+def test_a_reader_keeps_to_its_own_pipe_after_its_descriptor_names_another(children):
+    # The fixture closes a child's stdout while its reader thread may still be reading, and the
+    # next test's pipe can get the same number: the old thread then stole the new child's first
+    # line (CI, 2026-11-25). Here the number is made to name a new pipe at once (dup2), while
+    # the child floods its own, so a thread reading by that number reads the new pipe's data.
+    p = children("import sys\nwhile True: sys.stdout.write('x' * 100 + '\\n')")
+    _wait_line(p, "x", 10)
+    fd = p.stdout.fileno()
+    r, w = os.pipe()
+    os.dup2(r, fd)
+    os.close(r)
+    data = b"mine\n" * 2000  # 10 kB: fits in the pipe, so one write without a reader
+    os.write(w, data)
+    os.close(w)
+    time.sleep(0.3)
+    got = b""
+    while chunk := os.read(fd, 65536):
+        got += chunk
+    assert got == data
 
 
 def test_timeout(children):
