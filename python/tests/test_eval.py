@@ -1119,12 +1119,14 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
         mp.setenv("PAAM_CUDA_WAIT", "block")
         assert common.server_pin_label(args) == "not pinned, CUDA wait block (paamd's default)"
         # the direct methods' clients spin as a plain CUDA program does, unless told
-        assert common.direct_wait_label(args) == ("direct clients' CUDA wait: block "
-                                                  "($PAAM_CUDA_WAIT)")
+        direct = ["PiCAS", "PAAM"]
+        assert common.direct_wait_label(args, direct) == ("direct clients' CUDA wait: block "
+                                                          "($PAAM_CUDA_WAIT)")
         mp.delenv("PAAM_CUDA_WAIT")
-        assert common.direct_wait_label(args) == ("direct clients' CUDA wait: spin (CUDA's "
-                                                  "default for one context)")
-        assert common.direct_wait_label(p.parse_args([])) == ""  # the cpu backend: none
+        assert common.direct_wait_label(args, direct) == ("direct clients' CUDA wait: spin "
+                                                          "(CUDA's default for one context)")
+        assert common.direct_wait_label(p.parse_args([]), direct) == ""  # the cpu backend
+        assert common.direct_wait_label(args, ["PAAM"]) == ""  # no direct client ran
     bad_forms = ("sleepy", "nap:", "nap:0", "nap:10001", "nap:05", "nap:1.5", "nap:-5", "Block")
     for bad in bad_forms:
         with pytest.raises(SystemExit):

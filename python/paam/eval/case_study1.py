@@ -58,7 +58,6 @@ from paam.analysis.model import SystemSpec
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
-METHODS, METHOD_KEYS = common.METHODS, common.METHOD_KEYS
 DEFAULT_SYSTEM = Path(__file__).with_name("case_study_1.yaml")
 
 
@@ -665,7 +664,7 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
 
     from paam.testing import start_server
-    keys = {v: k for k, v in METHOD_KEYS.items()}
+    keys = {v: k for k, v in common.METHOD_KEYS.items()}
     results = {}
     calibration = calib_run = None
     server_note = ""
@@ -787,7 +786,7 @@ def run(args: argparse.Namespace) -> int:
     params = {k: v for k, v in vars(args).items() if k != "func"}
     demand = bucket_demand(spec) if args.backend == "cpu" else None  # the CPU device core's
     common.write_json(out / "summary.json", {
-        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args),
+        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args, methods),
         "cpu_mapping": mapping, "device_cpu": dev,
         "epsilon_ms": eps, "epsilon_from": eps_from, "epsilon_idle_us": calibration,
         "kappa_ms": kappa, "calibration_s": args.calibration if calib_run is not None else 0,
@@ -908,8 +907,8 @@ def render(spec, methods, summary, bound_plain, bound_ros, meta, args, eps, kapp
         lines.append(f"paamd busy-poll window: {common.server_poll_label(args)}, threads "
                      f"{common.server_pin_label(args)}; PAAM executors "
                      "wait: " + ", ".join(f"{e.name} {e.wait}" for e in spec.executors.values()))
-    if {"ROS 2", "PiCAS"} & set(methods) and common.direct_wait_label(args):
-        lines.append(common.direct_wait_label(args))
+    if direct_wait := common.direct_wait_label(args, methods):
+        lines.append(direct_wait)
     if args.keep_awake:
         lines.append("--keep-awake: a SCHED_IDLE busy loop on every core (but a polling paamd's) "
                      "during every method")

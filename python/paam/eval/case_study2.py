@@ -89,7 +89,6 @@ import numpy as np
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
-METHODS, METHOD_KEYS = common.METHODS, common.METHOD_KEYS
 SETUPS = ("4ST", "MT")
 
 
@@ -1388,7 +1387,7 @@ def run(args: argparse.Namespace) -> int:
         for d in inputs:
             results.update(load_results(d)[0])
         setups = [s for s in SETUPS if any(k[0] == s for k in results)]
-        methods = [m for m in METHODS if any(k[1] == m for k in results)]
+        methods = [m for m in common.METHODS if any(k[1] == m for k in results)]
         for s in setups:  # a run that did not cover every setup x method: draw it empty
             for m in methods:
                 results.setdefault((s, m), {"latency_ms": np.zeros(0), "drops": np.zeros(0, int),
@@ -1436,7 +1435,7 @@ def run(args: argparse.Namespace) -> int:
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
-    keys = {v: k for k, v in METHOD_KEYS.items()}
+    keys = {v: k for k, v in common.METHOD_KEYS.items()}
     print(f"paam eval case-study-2: the Autoware reference system ({len(SYSTEM)} nodes), "
           f"run times and segments x{args.scale:g} (GPU {args.gpu_ms_eff:g} ms, TPU "
           f"{args.tpu_ms_eff:g} ms), {args.duration:g} s per run, setups {'/'.join(setups)}, "
@@ -1588,7 +1587,7 @@ def run(args: argparse.Namespace) -> int:
         common.write_csv(out / "host_stat.csv", host_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     common.write_json(out / "summary.json", {
-        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args),
+        "meta": meta, "params": params, "direct_wait": common.direct_wait_label(args, methods),
         "placement": pl, "demand": dem,
         "gpu_buckets": n_buckets, "server_threads": server_notes,
         "paamd_startup": paamd_said,
@@ -1768,13 +1767,13 @@ _REQUEST_PRIORITY_LABEL = {"chain": "the chain's priority",
 
 
 def render(summary, setups, methods, meta, args, pl, dem) -> str:
+    direct_wait = common.direct_wait_label(args, methods)
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
              f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
-             + (f"; {common.direct_wait_label(args)}"
-                if common.direct_wait_label(args) and {"ROS 2", "PiCAS"} & set(methods) else "")
+             + (f"; {direct_wait}" if direct_wait else "")
              + ("; PAAM's segments awaited (async)"
                 if getattr(args, "segments", "sync") == "async" else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
@@ -2102,5 +2101,5 @@ def load_results(out: Path, setups=None, methods=None):
                       "lidar_late_ms": a[:, 2],
                       "bp_period_ms": np.asarray(bp.get(k, []), dtype=np.float64)}
     setups = setups or [s for s in SETUPS if any(k[0] == s for k in results)]
-    methods = methods or [m for m in METHODS if any(k[1] == m for k in results)]
+    methods = methods or [m for m in common.METHODS if any(k[1] == m for k in results)]
     return results, setups, methods

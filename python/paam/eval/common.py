@@ -353,10 +353,8 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
 
 #: paamd's CUDA wait when none is given (core's ResolveCudaWait; spin until 2026-11-24)
 PAAMD_CUDA_WAIT = "nap"
-#: a direct client's CUDA wait when none is given (core's ResolveCudaWait): CUDA's own default
-#: for a process with one context. From 2026-11-24 (640c10a) to 2026-11-25 direct clients
-#: napped like paamd, which changed the direct baselines (case study 1's PiCAS chain 1 on
-#: the H100: 141 ms spinning, 291-297 ms napping)
+#: a direct client's CUDA wait when none is given (core's ResolveCudaWait says why; napped
+#: like paamd's from 640c10a to 8c6529e)
 DIRECT_CUDA_WAIT = "spin"
 
 
@@ -543,10 +541,11 @@ def server_pin_label(args: argparse.Namespace) -> str:
     return label
 
 
-def direct_wait_label(args: argparse.Namespace) -> str:
+def direct_wait_label(args: argparse.Namespace, methods) -> str:
     """How the direct methods' clients (ROS 2, PiCAS) wait for their kernels on the cuda
-    backend ("" on the cpu backend): $PAAM_CUDA_WAIT, else spinning as a plain CUDA program."""
-    if getattr(args, "backend", "cpu") != "cuda":
+    backend: $PAAM_CUDA_WAIT, else spinning as a plain CUDA program. "" on the cpu backend or
+    when ``methods`` has no direct method."""
+    if getattr(args, "backend", "cpu") != "cuda" or not {"ROS 2", "PiCAS"} & set(methods):
         return ""
     env = os.environ.get("PAAM_CUDA_WAIT")
     return (f"direct clients' CUDA wait: {env} ($PAAM_CUDA_WAIT)" if env else
