@@ -2,9 +2,12 @@
 scripts/device_long_run.sh takes every second: steal of all CPUs and busy time of paamd's cores
 (0, 1, 8-15; under case study 1's PAAM, `--server-poll-us always` keeps them busy, which marks
 when paamd ran there). B: case study 1's three methods, then MT PAAM, PiCAS, ROS 2. C: MT
-PAAM with the default waits and with every wait spinning, alternating.
+PAAM with the default waits and with every wait spinning, alternating. Also the twenty-eighth
+session's machines D and E (../steal-alternating-2026-11-25/D, E): MT PAAM and PiCAS alternating
+(on E also PAAM with spinning clients).
 
     python steal_sequence.py B     # writes B/fig_steal_sequence.png and B/steal_sequence.txt
+    python steal_sequence.py ../steal-alternating-2026-11-25/D   # a folder beside this one
 """
 import gzip
 import sys
@@ -14,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-here = Path(__file__).parent / (sys.argv[1] if len(sys.argv) > 1 else "B")
+here = (Path(__file__).parent / (sys.argv[1] if len(sys.argv) > 1 else "B")).resolve()
 TICK_MS = 10  # USER_HZ 100
 PAAMD_CPUS = [0, 1] + list(range(8, 16))
 
@@ -77,18 +80,22 @@ ax2.plot(xs, [b / 1000 for b in bu], color="tab:blue", alpha=0.5,
 ax2.set_ylabel("CPUs busy on paamd's cores")
 ax2.set_ylim(0, 12)
 colors = {"cs1": "0.9", "mt-paam": "#cfe2f3", "mt-picas": "#e6d9f2", "mt-ros2": "#fde2c8",
-          "a1": "#cfe2f3", "a2": "#cfe2f3", "s1": "#fde2c8", "s2": "#fde2c8"}
+          "a1": "#cfe2f3", "a2": "#cfe2f3", "s1": "#fde2c8", "s2": "#fde2c8",
+          **{f"p{i}": "#cfe2f3" for i in (1, 2, 3)}, **{f"d{i}": "#e6d9f2" for i in (1, 2, 3)},
+          "w1": "#d9ead3", "w2": "#d9ead3"}
 names = {"cs1": "case study 1:\nROS 2, PiCAS, PAAM", "mt-paam": "MT PAAM",
          "mt-picas": "MT PiCAS", "mt-ros2": "MT ROS 2", "a1": "MT PAAM\ndefault waits",
          "a2": "MT PAAM\ndefault waits", "s1": "MT PAAM\nall waits spin",
-         "s2": "MT PAAM\nall waits spin"}
+         "s2": "MT PAAM\nall waits spin",
+         **{f"p{i}": "MT PAAM" for i in (1, 2, 3)}, **{f"d{i}": "MT PiCAS" for i in (1, 2, 3)},
+         "w1": "MT PAAM\nclients spin", "w2": "MT PAAM\nclients spin"}
 for name, a, b in runs:
     ax.axvspan((a - start) / 60, (b - start) / 60, color=colors.get(name, "0.95"), zorder=0)
-    ax.text(((a + b) / 2 - start) / 60, 490, names.get(name, name),
+    ax.text(((a + b) / 2 - start) / 60, 690, names.get(name, name),
             ha="center", va="top", fontsize=8)
 ax.set_xlabel(f"minutes since the runs began (machine {here.name}, H100, 2026-11-25)")
 ax.set_ylabel("ms per s")
-ax.set_ylim(0, 500)
+ax.set_ylim(0, 700)
 h1, l1 = ax.get_legend_handles_labels()
 h2, l2 = ax2.get_legend_handles_labels()
 ax.legend(h1 + h2, l1 + l2, loc="center right", fontsize=8)
