@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test suites on the GPU machine (no network, Python 3.12, no libgtest-dev, SCHED_FIFO
 # denied): sets up ROS 2 and paam (CUDA backend) through scripts/device_eval.sh, builds
-# GoogleTest from the sources carried in .dev/googletest (`cp -r /usr/src/googletest .dev/`
-# here), then runs every C++ test (the CUDA ones one at a time, after the rest) and the GPU and
-# ROS 2 pytest suites. Logs go to $OUT. Carry .whl-xz and .dev with the call.
+# GoogleTest from the sources carried in .dev/googletest, then runs every C++ test (the CUDA
+# ones one at a time, after the rest) and the GPU and ROS 2 pytest suites. Logs go to $OUT.
+# Carry .whl-xz and .dev with the call. Make .dev here, without GoogleTest's own tests, samples
+# and docs (1.6 MB; a call carries at most 64 MiB):
+#   mkdir -p .dev && cp -r /usr/src/googletest .dev/ && rm -rf .dev/googletest/*/{test,samples,docs}
 #
 #   OUT=/some/dir scripts/device_check.sh
 set -uo pipefail
