@@ -17,8 +17,10 @@ CARRIED = 11 * 2**20
 
 
 def _tar_size(paths: list[str]) -> int:
-    """The size of a ustar archive of these files: a 512-byte header per file and per folder,
-    each file's data padded to 512 bytes, two zero blocks at the end."""
+    """An upper estimate of a ustar archive of these files: a 512-byte header per file and per
+    folder that holds one, each file's data padded to 512 bytes, two zero blocks at the end
+    (52.26 MB against tar's 52.06 for this checkout, 2026-11-25: tar adds no folder headers when
+    it is given the files)."""
     folders = {str(Path(p).parent) for p in paths} - {"."}
     data = sum(-(-os.path.getsize(ROOT / p) // 512) * 512 for p in paths)
     return 512 * (len(paths) + len(folders)) + data + 1024

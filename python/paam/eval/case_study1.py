@@ -664,7 +664,7 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
 
     from paam.testing import start_server
-    keys = {v: k for k, v in common.METHOD_KEYS.items()}
+    keys = common.KEY_OF_METHOD
     results = {}
     calibration = calib_run = None
     server_note = ""

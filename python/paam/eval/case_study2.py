@@ -1435,7 +1435,7 @@ def run(args: argparse.Namespace) -> int:
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
-    keys = {v: k for k, v in common.METHOD_KEYS.items()}
+    keys = common.KEY_OF_METHOD
     print(f"paam eval case-study-2: the Autoware reference system ({len(SYSTEM)} nodes), "
           f"run times and segments x{args.scale:g} (GPU {args.gpu_ms_eff:g} ms, TPU "
           f"{args.tpu_ms_eff:g} ms), {args.duration:g} s per run, setups {'/'.join(setups)}, "

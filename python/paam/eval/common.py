@@ -145,13 +145,15 @@ def _clean(value: Any) -> Any:
 #: the case studies' three methods, in their order, and their ``--methods`` keys
 METHODS = ("ROS 2", "PiCAS", "PAAM")
 METHOD_KEYS = {"ros2": "ROS 2", "picas": "PiCAS", "paam": "PAAM"}
+#: a method's name back to its key (the case studies' run functions take the key)
+KEY_OF_METHOD = {name: key for key, name in METHOD_KEYS.items()}
 
 
 def parse_methods(text: str) -> list[str]:
     """``--methods`` ("ros2,picas,paam" or a subset) as method names; exits naming the keys."""
     methods = [METHOD_KEYS.get(m.strip()) for m in text.split(",") if m.strip()]
     if None in methods or not methods:
-        raise SystemExit("--methods: choose from ros2, picas, paam")
+        raise SystemExit(f"--methods: choose from {', '.join(METHOD_KEYS)}")
     return methods
 
 
