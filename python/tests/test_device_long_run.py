@@ -48,7 +48,7 @@ def progress(env) -> str:
 
 
 def test_poll_returns_when_the_named_run_ends_and_collects_it(env):
-    r = run(env, "start", "a|fake|1", "b|fake|4")
+    r = run(env, "start", "a|fake|1", "b|fake|20")  # b outlasts the time check below
     assert r.returncode == 0, r.stderr
     assert "setup done" in r.stdout and "device_long_run: started" in r.stdout
     t0 = time.monotonic()

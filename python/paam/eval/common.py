@@ -547,7 +547,7 @@ def direct_wait_label(args: argparse.Namespace, methods) -> str:
     """How the direct methods' clients (ROS 2, PiCAS) wait for their kernels on the cuda
     backend: $PAAM_CUDA_WAIT, else spinning as a plain CUDA program. "" on the cpu backend or
     when ``methods`` has no direct method."""
-    if getattr(args, "backend", "cpu") != "cuda" or not {"ROS 2", "PiCAS"} & set(methods):
+    if getattr(args, "backend", "cpu") != "cuda" or all(m == "PAAM" for m in methods):
         return ""
     env = os.environ.get("PAAM_CUDA_WAIT")
     return (f"direct clients' CUDA wait: {env} ($PAAM_CUDA_WAIT)" if env else
