@@ -24,6 +24,9 @@ EXPERIMENTS = {
     "case-study-2": ("paam.eval.case_study2",
                      "case study 2: the Autoware reference system in rclpy, 4ST/MT x ROS 2 / "
                      "PiCAS / PAAM (Fig. 11)"),
+    "history": ("paam.eval.history",
+                "every case-study run under a results tree at a glance: maxima, reductions, "
+                "bounds"),
 }
 
 

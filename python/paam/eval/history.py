@@ -1,0 +1,422 @@
+"""``paam eval history``: every case-study run under a results tree, at a glance.
+
+Reads each ``summary.json`` that ``paam eval case-study-1`` and ``paam eval case-study-2`` wrote
+under ``--inputs`` (folders, searched recursively; raw results committed with their CSVs
+xz-compressed read as well) and rolls them up, one row per run and method:
+
+* case study 2: each run's hot-path maximum, p99 and drops per setup and method, its segment
+  length, the other options its command line gave, the host's mean steal; the maxima of
+  all runs beside the paper's (Fig. 11a, Jetson Xavier), and the reductions of every run that
+  had all three methods in one call (so on one machine) beside the paper's targets;
+* case study 1: each PAAM run's maximum of every chain against its analysis bound, for the
+  runs whose bound was fed ε measured under load (a ``--calibration`` run), and the steal.
+
+Writes ``cs2_runs.csv``, ``cs1_bound.csv``, ``summary.json``, ``summary.txt``,
+``fig_cs2_maxima.png``, ``fig_cs2_reductions.png`` and ``fig_cs1_bound.png`` into ``--out``.
+A run found twice (the same summary copied into two folders) counts once. Runs on different
+backends are not mixed: ``--backend`` picks one (default: cuda where there are cuda runs).
+
+    paam eval history --inputs docs/results/eval-h100 --out docs/results/eval-h100/history
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paam.eval import common
+
+#: the paper's Fig. 11a hot-path maxima (ms, Jetson Xavier); MT's PiCAS figure is not given
+PAPER_CS2_MAX_MS = {("MT", "ROS 2"): 917.0, ("MT", "PAAM"): 83.0,
+                    ("4ST", "ROS 2"): 510.0, ("4ST", "PiCAS"): 163.0, ("4ST", "PAAM"): 79.0}
+#: the issue's targets: PAAM's maximum against ROS 2's and PiCAS's, percent (None: no target)
+TARGET_REDUCTION_PCT = {"MT": (-91.0, None), "4ST": (-85.0, -51.0)}
+SETUPS = ("4ST", "MT")
+#: case study 2 options that say what was run rather than how: not listed as its options
+_NOT_OPTIONS = {"command", "experiment", "setups", "methods", "duration", "warmup", "gpu_ms",
+                "tpu_ms", "scale", "backend", "out", "quick", "replot", "inputs", "func"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--inputs", default="results/eval",
+                   help="comma-separated folders searched for the case studies' summary.json "
+                        "(default results/eval, where paam eval writes)")
+    p.add_argument("--backend", choices=["cuda", "cpu"], default=None,
+                   help="whose runs to roll up (default: cuda if any run used it, else cpu)")
+    p.add_argument("--out", default="results/eval/history")
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        print(f"  skipped {path}: {e}")
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else float("nan")
+
+
+def _steal(host: Any) -> float:
+    """The host's mean steal over all CPUs during one method's run, ms/s (NaN: not sampled)."""
+    if not isinstance(host, dict):
+        return float("nan")
+    return _num((host.get("steal_ms_per_s") or {}).get("mean"))
+
+
+def _options(command: str) -> str:
+    """The options a case study 2 command line was given beyond what it ran (setups, methods,
+    durations, segment lengths, backend, output): ``--flag [value]`` words as typed."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if "case-study-2" in words:
+        words = words[words.index("case-study-2") + 1:]
+    out, skip = [], False
+    for i, w in enumerate(words):
+        if not w.startswith("--"):
+            if not skip and out:
+                out[-1] += f" {w}"
+            continue
+        flag = w.split("=", 1)[0]
+        skip = flag[2:].replace("-", "_") in _NOT_OPTIONS
+        if not skip:
+            out.append(w)
+    return " ".join(out)
+
+
+def collect(inputs: list[Path]) -> tuple[list[dict], list[dict]]:
+    """(case study 2 rows, case study 1 rows) of every summary.json under ``inputs``."""
+    cs2: list[dict] = []
+    cs1: list[dict] = []
+    seen: set[tuple] = set()
+    for root in inputs:
+        if not root.is_dir():
+            raise SystemExit(f"paam eval history: --inputs {root}: not a folder")
+        for path in sorted(root.rglob("summary.json")):
+            d = _load(path)
+            if d is None:
+                continue
+            params, meta = d.get("params") or {}, d.get("meta") or {}
+            exp = params.get("experiment")
+            where = str(path.parent)
+            base = {"run": where, "date": meta.get("date", ""),
+                    "backend": meta.get("backend", params.get("backend", "")),
+                    "scale": _num(params.get("scale", 1.0))}
+            if exp == "case-study-2":
+                options = _options(meta.get("command", ""))
+                results = d.get("results") or {}
+                for setup, methods in results.items():
+                    for method, r in (methods or {}).items():
+                        hp = (r or {}).get("hot_path_ms") if isinstance(r, dict) else None
+                        if not hp or not hp.get("n"):
+                            continue
+                        key = ("cs2", base["date"], setup, method, hp["n"], round(_num(hp["max"]), 3))
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        drops = r.get("drops") or {}
+                        cs2.append({**base, "setup": setup, "method": method,
+                                    "gpu_ms": _num(params.get("gpu_ms")),
+                                    "duration_s": _num(params.get("duration")),
+                                    "instances": int(hp["n"]), "max_ms": _num(hp["max"]),
+                                    "p99_ms": _num(hp["p99"]),
+                                    "drops": int(drops.get("total", 0)),
+                                    "steal_ms_per_s": _steal(r.get("host")),
+                                    "methods_in_call": ",".join(methods),
+                                    "options": options})
+            elif exp == "case-study-1" and params.get("calibration"):
+                bounds = d.get("bound_ms") or {}
+                with_ros = d.get("bound_with_ros_cost_ms") or {}
+                steal = _steal((d.get("host") or {}).get("PAAM"))
+                for chain, methods in (d.get("results") or {}).items():
+                    r = (methods or {}).get("PAAM")
+                    bound = _num(bounds.get(chain))
+                    if not isinstance(r, dict) or not r.get("n") or math.isnan(bound):
+                        continue
+                    key = ("cs1", base["date"], chain, r["n"], round(_num(r["max"]), 3))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    cs1.append({**base, "chain": chain, "instances": int(r["n"]),
+                                "max_ms": _num(r["max"]), "p99_ms": _num(r["p99"]),
+                                "bound_ms": bound,
+                                "bound_with_ros_cost_ms": _num(with_ros.get(chain)),
+                                "epsilon_ms": _num(d.get("epsilon_ms")),
+                                "steal_ms_per_s": steal})
+    return cs2, cs1
+
+
+# -- rolling up ---------------------------------------------------------------------------------
+
+
+def reductions(cs2: list[dict]) -> list[dict]:
+    """PAAM's maximum against ROS 2's and PiCAS's, for every call that ran all three methods
+    of a setup (so on one machine, one after the other)."""
+    by_call: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in cs2:
+        by_call.setdefault((r["run"], r["setup"]), {})[r["method"]] = r
+    out = []
+    for (run, setup), m in sorted(by_call.items()):
+        if not all(k in m for k in common.METHODS):
+            continue
+        paam = m["PAAM"]["max_ms"]
+        out.append({"run": run, "date": m["PAAM"]["date"], "setup": setup,
+                    "gpu_ms": m["PAAM"]["gpu_ms"], "duration_s": m["PAAM"]["duration_s"],
+                    "ros2_max_ms": m["ROS 2"]["max_ms"], "picas_max_ms": m["PiCAS"]["max_ms"],
+                    "paam_max_ms": paam,
+                    "vs_ros2_pct": 100.0 * (paam / m["ROS 2"]["max_ms"] - 1.0),
+                    "vs_picas_pct": 100.0 * (paam / m["PiCAS"]["max_ms"] - 1.0),
+                    "options": m["PAAM"]["options"]})
+    return out
+
+
+def cs2_groups(cs2: list[dict]) -> list[dict]:
+    """Per setup, method and segment length: how many runs, their maxima, drop-free runs."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in cs2:
+        groups.setdefault((r["setup"], r["method"], r["gpu_ms"]), []).append(r)
+    order = {m: i for i, m in enumerate(common.METHODS)}
+    out = []
+    for (setup, method, gpu), rows in sorted(groups.items(),
+                                             key=lambda kv: (kv[0][0], order.get(kv[0][1], 9),
+                                                             kv[0][2])):
+        maxima = np.array([r["max_ms"] for r in rows])
+        out.append({"setup": setup, "method": method, "gpu_ms": gpu, "runs": len(rows),
+                    "max_min_ms": float(maxima.min()), "max_median_ms": float(np.median(maxima)),
+                    "max_max_ms": float(maxima.max()),
+                    "runs_without_drops": sum(r["drops"] == 0 for r in rows),
+                    "instances": sum(r["instances"] for r in rows),
+                    "paper_max_ms": PAPER_CS2_MAX_MS.get((setup, method))})
+    return out
+
+
+def cs1_runs(cs1: list[dict]) -> list[dict]:
+    """Per case study 1 run: chain 1 against its bound, and whether every chain held."""
+    runs: dict[str, list[dict]] = {}
+    for r in cs1:
+        runs.setdefault(r["run"], []).append(r)
+    out = []
+    for run, rows in sorted(runs.items()):
+        c1 = next((r for r in rows if r["chain"] == "chain1"), None)
+        out.append({"run": run, "date": rows[0]["date"],
+                    "chain1_max_ms": c1["max_ms"] if c1 else float("nan"),
+                    "chain1_bound_ms": c1["bound_ms"] if c1 else float("nan"),
+                    "chain1_held": bool(c1 and c1["max_ms"] <= c1["bound_ms"]),
+                    "chains": len(rows),
+                    "chains_held": sum(r["max_ms"] <= r["bound_ms"] for r in rows),
+                    "steal_ms_per_s": rows[0]["steal_ms_per_s"]})
+    return out
+
+
+def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: list[dict],
+                 backend: str) -> str:
+    f = common.fmt
+    lines = [f"paam eval history: {len(cs2)} case study 2 method runs, "
+             f"{len(runs1)} case study 1 PAAM runs with a calibrated bound ({backend} backend)"]
+    if groups:
+        rows = [["setup", "method", "GPU ms", "runs", "max: lowest", "median", "highest",
+                 "paper", "no drop"]]
+        for g in groups:
+            paper = g["paper_max_ms"]
+            rows.append([g["setup"], g["method"], f(g["gpu_ms"]), str(g["runs"]),
+                         f(g["max_min_ms"]), f(g["max_median_ms"]), f(g["max_max_ms"]),
+                         f(paper) if paper else "-", f"{g['runs_without_drops']}/{g['runs']}"])
+        lines += ["", "Case study 2, hot-path maximum per run (ms):",
+                  common.table(rows, right=range(2, 9))]
+    if red:
+        rows = [["setup", "GPU ms", "s", "ROS 2", "PiCAS", "PAAM", "vs ROS 2", "vs PiCAS",
+                 "run"]]
+        for r in red:
+            rows.append([r["setup"], f(r["gpu_ms"]), f(r["duration_s"], 0), f(r["ros2_max_ms"]),
+                         f(r["picas_max_ms"]), f(r["paam_max_ms"]),
+                         f"{r['vs_ros2_pct']:+.1f}%", f"{r['vs_picas_pct']:+.1f}%", r["run"]])
+        lines += ["", "Case study 2, the three methods in one call (maxima, ms); targets: "
+                  + "; ".join(f"{s} {a:+.0f}%" + (f" / {b:+.0f}%" if b is not None else "")
+                              for s, (a, b) in TARGET_REDUCTION_PCT.items()),
+                  common.table(rows, right=range(1, 8))]
+        for setup, (a, b) in TARGET_REDUCTION_PCT.items():
+            mine = [r for r in red if r["setup"] == setup]
+            if mine:
+                met = sum(r["vs_ros2_pct"] <= a and (b is None or r["vs_picas_pct"] <= b)
+                          for r in mine)
+                best = min(r["vs_ros2_pct"] for r in mine)
+                lines.append(f"  {setup}: target met in {met} of {len(mine)} calls; "
+                             f"best against ROS 2 {best:+.1f}%")
+    if runs1:
+        held = sum(r["chain1_held"] for r in runs1)
+        every = sum(r["chains_held"] == r["chains"] for r in runs1)
+        lines += ["", f"Case study 1: chain 1 at or under its bound in {held} of {len(runs1)} "
+                      f"runs; every chain under its bound in {every} of {len(runs1)}"]
+        for r in runs1:
+            if not r["chain1_held"]:
+                lines.append(f"  over: {f(r['chain1_max_ms'])} > {f(r['chain1_bound_ms'])} ms, "
+                             f"steal {f(r['steal_ms_per_s'], 0)} ms/s, {r['run']}")
+    return "\n".join(lines)
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+
+def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
+    plt = common.pyplot()
+    from matplotlib.lines import Line2D
+    setups = [s for s in SETUPS if any(r["setup"] == s for r in cs2)]
+    fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.6), squeeze=False)
+    gpus = sorted({r["gpu_ms"] for r in cs2})
+    markers = dict(zip(gpus, "o^sDv<>"))
+    rng = np.random.default_rng(0)
+    paper_scale = all(r["scale"] == 1.0 for r in cs2)
+    for ax, setup in zip(axes[0], setups):
+        for i, method in enumerate(common.METHODS):
+            for gpu in gpus:
+                rows = [r for r in cs2 if r["setup"] == setup and r["method"] == method
+                        and r["gpu_ms"] == gpu]
+                if not rows:
+                    continue
+                x = i + rng.uniform(-0.25, 0.25, len(rows))
+                y = [r["max_ms"] for r in rows]
+                plain = np.array([not r["options"] for r in rows])
+                color = common.COLORS[method]
+                ax.scatter(x[plain], np.array(y)[plain], s=18, marker=markers[gpu], color=color,
+                           alpha=0.8)
+                ax.scatter(x[~plain], np.array(y)[~plain], s=18, marker=markers[gpu],
+                           facecolors="none", edgecolors=color, alpha=0.8)
+            paper = PAPER_CS2_MAX_MS.get((setup, method))
+            if paper and paper_scale:
+                ax.hlines(paper, i - 0.4, i + 0.4, colors="k", linestyles="--", linewidth=1.5)
+                ax.annotate(f"paper {paper:g}", (i + 0.4, paper), fontsize=8, va="bottom",
+                            ha="right")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(common.METHODS)), common.METHODS)
+        ax.set_xlim(-0.6, len(common.METHODS) - 0.4)
+        n = sum(r["setup"] == setup for r in cs2)
+        ax.set_title(f"{setup}: {n} runs")
+        ax.set_ylabel("hot-path maximum per run (ms, log)")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        handles = [Line2D([], [], marker=markers[g], linestyle="none", color="grey",
+                          label=f"{g:g} ms GPU segments") for g in gpus]
+        handles.append(Line2D([], [], marker="o", linestyle="none", markerfacecolor="none",
+                              markeredgecolor="grey", label="hollow: with other options"))
+        ax.legend(handles=handles, fontsize=8, loc="upper right")
+    fig.suptitle(title, fontsize=10)
+    common.save(fig, path)
+
+
+def plot_reductions(red: list[dict], path: Path, title: str) -> None:
+    plt = common.pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    for setup, marker in zip(SETUPS, "os"):
+        rows = [r for r in red if r["setup"] == setup]
+        if rows:
+            ax.scatter([r["vs_ros2_pct"] for r in rows], [r["vs_picas_pct"] for r in rows],
+                       marker=marker, s=30, label=f"{setup} ({len(rows)} calls)", alpha=0.8)
+        a, b = TARGET_REDUCTION_PCT[setup]
+        if b is not None:  # where both of this setup's targets are met
+            ax.fill_between([-100, a], -100, b, color="tab:green", alpha=0.08, linewidth=0)
+        ax.axvline(a, color="k", linestyle="--" if setup == "MT" else ":", linewidth=1)
+        ax.annotate(f"{setup} target {a:+.0f}%", (a, 0.02), xycoords=("data", "axes fraction"),
+                    rotation=90, fontsize=8, ha="right")
+        if b is not None:
+            ax.axhline(b, color="k", linestyle=":", linewidth=1)
+            ax.annotate(f"{setup} target {b:+.0f}% vs PiCAS", (0.02, b),
+                        xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
+    xs = [r["vs_ros2_pct"] for r in red] + [a for a, _ in TARGET_REDUCTION_PCT.values()]
+    ys = [r["vs_picas_pct"] for r in red] + [b for _, b in TARGET_REDUCTION_PCT.values()
+                                             if b is not None]
+    ax.set_xlim(min(xs) - 3, max(xs) + 3)
+    ax.set_ylim(min(ys) - 5, max(ys) + 5)
+    ax.axhline(0, color="grey", linewidth=0.5)
+    ax.set_xlabel("PAAM's maximum against ROS 2's (%)")
+    ax.set_ylabel("PAAM's maximum against PiCAS's (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    common.save(fig, path)
+
+
+def plot_cs1_bound(cs1: list[dict], path: Path, title: str) -> None:
+    plt = common.pyplot()
+    rows = [r for r in cs1 if r["chain"] == "chain1"]
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    steal = np.array([r["steal_ms_per_s"] for r in rows])
+    x = np.array([r["bound_ms"] for r in rows])
+    y = np.array([r["max_ms"] for r in rows])
+    known = ~np.isnan(steal)
+    ax.scatter(x[~known], y[~known], s=28, color="lightgrey", edgecolors="k",
+               label="host not sampled")
+    if known.any():
+        sc = ax.scatter(x[known], y[known], s=28, c=steal[known], cmap="viridis",
+                        edgecolors="k", label="colour: host's mean steal")
+        fig.colorbar(sc, ax=ax, label="host's mean steal in PAAM's run (ms/s)")
+    lo, hi = min(x.min(), y.min()) * 0.95, max(x.max(), y.max()) * 1.05
+    ax.plot([lo, hi], [lo, hi], "k--", linewidth=1, label="maximum = bound")
+    held = int((y <= x).sum())
+    ax.set_xlabel("chain 1's analysis bound (ms)")
+    ax.set_ylabel("chain 1's observed maximum under PAAM (ms)")
+    ax.set_title(f"{title}\nat or under the bound in {held} of {len(rows)} runs", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    common.save(fig, path)
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    inputs = [Path(p.strip()) for p in args.inputs.split(",") if p.strip()]
+    if not inputs:
+        raise SystemExit("paam eval history: --inputs names no folder")
+    print(f"paam eval history: reading the case studies' summary.json under "
+          f"{', '.join(map(str, inputs))}", flush=True)
+    cs2, cs1 = collect(inputs)
+    backends = {r["backend"] for r in cs2 + cs1}
+    backend = args.backend or ("cuda" if "cuda" in backends else "cpu")
+    cs2 = [r for r in cs2 if r["backend"] == backend]
+    cs1 = [r for r in cs1 if r["backend"] == backend]
+    if not cs2 and not cs1:
+        print(f"paam eval history: no case study run on the {backend} backend under "
+              f"{', '.join(map(str, inputs))} (run paam eval case-study-1 or case-study-2 "
+              f"first, or pass --inputs)")
+        return 1
+    out = common.out_dir(args.out)
+    red, groups, runs1 = reductions(cs2), cs2_groups(cs2), cs1_runs(cs1)
+    common.write_csv(out / "cs2_runs.csv", cs2)
+    common.write_csv(out / "cs2_reductions.csv", red)
+    common.write_csv(out / "cs1_bound.csv", cs1)
+    common.write_json(out / "summary.json", {"backend": backend, "inputs": list(map(str, inputs)),
+                                             "cs2_groups": groups, "cs2_reductions": red,
+                                             "cs1_runs": runs1})
+    text = summary_text(cs2, red, groups, runs1, backend)
+    (out / "summary.txt").write_text(text + "\n")
+    print(text)
+    dates = sorted({r["date"] for r in cs2 + cs1 if r["date"]})
+    span = f"{dates[0]} to {dates[-1]}" if dates else "undated"
+    figures = []
+    if cs2:
+        plot_cs2_maxima(cs2, out / "fig_cs2_maxima.png",
+                        f"Case study 2: hot-path maximum of every run ({backend}, {span}); "
+                        f"dashed: the paper's (Jetson Xavier)")
+        figures.append("fig_cs2_maxima.png")
+    if red:
+        plot_reductions(red, out / "fig_cs2_reductions.png",
+                        f"Case study 2: the three methods in one call ({backend}, {span})")
+        figures.append("fig_cs2_reductions.png")
+    if any(r["chain"] == "chain1" for r in cs1):
+        plot_cs1_bound(cs1, out / "fig_cs1_bound.png",
+                       f"Case study 1, chain 1 under PAAM ({backend}, {span})")
+        figures.append("fig_cs1_bound.png")
+    print(f"wrote cs2_runs.csv, cs2_reductions.csv, cs1_bound.csv, summary.json, summary.txt"
+          f"{', ' if figures else ''}{', '.join(figures)} to {out}")
+    return 0
