@@ -85,7 +85,8 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     data = json.loads((out / "summary.json").read_text())
     (red,) = data["cs2_reductions"]
     assert red["setup"] == "4ST"
-    assert red["vs_ros2_pct"] == pytest.approx(-85.0) and red["vs_picas_pct"] == pytest.approx(-50.0)
+    assert red["vs_ros2_pct"] == pytest.approx(-85.0)
+    assert red["vs_picas_pct"] == pytest.approx(-50.0)
     # -85% against ROS 2 meets that target, -50% against PiCAS misses -51%
     assert "4ST: target met in 0 of 1 calls; best against ROS 2 -85.0%" in r.stdout
     groups = {(g["setup"], g["method"]): g for g in data["cs2_groups"]}
