@@ -125,3 +125,21 @@ def test_options_are_what_the_command_line_gave_beyond_what_it_ran():
            "--duration 600 --gpu-ms 2.5 --server-cuda-wait nap:30 --cpu-probe --wait=spin")
     assert history._options(cmd) == "--server-cuda-wait nap:30 --cpu-probe --wait=spin"
     assert history._options("paam eval case-study-2 --quick") == ""
+
+
+def test_the_committed_h100_roll_up_counts_every_kept_run():
+    """docs/results/eval-h100/history/ is what evaluation.md's targets table quotes; a session
+    that adds runs under docs/results/eval-h100 reruns the roll-up (the command in its README.txt)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    results = root / "docs" / "results" / "eval-h100"
+    committed = results / "history" / "summary.json"
+    if not committed.exists():
+        pytest.skip("no committed roll-up in this checkout")
+    cs2, cs1 = history.collect([results])
+    data = json.loads(committed.read_text())
+    assert sum(g["runs"] for g in data["cs2_groups"]) == len(cs2), (
+        "case study 2 runs were added or removed since the roll-up: rerun paam eval history "
+        "--inputs docs/results/eval-h100 --out docs/results/eval-h100/history and update "
+        "the figures quoted from it")
+    assert len(data["cs1_runs"]) == len({r["run"] for r in cs1})
