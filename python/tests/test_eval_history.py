@@ -92,6 +92,11 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     groups = {(g["setup"], g["method"]): g for g in data["cs2_groups"]}
     assert groups[("4ST", "PiCAS")]["runs_without_drops"] == 0
     assert groups[("4ST", "PAAM")]["paper_max_ms"] == 79.0
+    # the 4ST call's host stole 4 ms/s (quiet); the MT run's host was not sampled
+    assert groups[("4ST", "PiCAS")]["by_host"]["quiet"] == {
+        "runs": 1, "max_median_ms": 120.0, "runs_without_drops": 0}
+    assert groups[("MT", "PAAM")]["by_host"]["unsampled"]["runs"] == 1
+    assert groups[("MT", "PAAM")]["by_host"]["quiet"]["runs"] == 0
 
     cs1 = {x["run"].rsplit("/", 1)[-1]: x for x in data["cs1_runs"]}
     assert set(cs1) == {"held", "over"}          # the uncalibrated run has no bound to hold
@@ -100,14 +105,15 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     assert ("chain 1 at or under its bound in 1 of 2 runs; every chain under its bound in 0 of 2"
             in r.stdout)
     assert "over: 60.0 > 55.0 ms, steal 140 ms/s" in r.stdout
-    for f in ("fig_cs2_maxima.png", "fig_cs2_reductions.png", "fig_cs1_bound.png",
+    for f in ("fig_cs2_maxima.png", "fig_cs2_steal.png", "fig_cs2_reductions.png",
+              "fig_cs1_bound.png",
               "summary.txt", "cs1_bound.csv"):
         assert (out / f).stat().st_size > 0, f
 
 
 def test_history_picks_the_backend_and_says_when_there_is_nothing(tree, tmp_path):
     r = _paam("eval", "history", "--inputs", str(tree), "--backend", "cpu",
-              "--out", str(tmp_path / "cpu"))
+              "--quiet-steal", "0", "--out", str(tmp_path / "cpu"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 case study 2 method runs, 0 case study 1" in r.stdout
     assert not (tmp_path / "cpu" / "fig_cs1_bound.png").exists()

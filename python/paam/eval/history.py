@@ -11,8 +11,12 @@ xz-compressed read as well) and rolls them up, one row per run and method:
 * case study 1: each PAAM run's maximum of every chain against its analysis bound, for the
   runs whose bound was fed ε measured under load (a ``--calibration`` run), and the steal.
 
-Writes ``cs2_runs.csv``, ``cs1_bound.csv``, ``summary.json``, ``summary.txt``,
-``fig_cs2_maxima.png``, ``fig_cs2_reductions.png`` and ``fig_cs1_bound.png`` into ``--out``.
+Case study 2's groups are also split by the host: quiet where it stole at most ``--quiet-steal``
+ms/s on average over the run (the case studies sample ``/proc/stat``), noisy where more.
+
+Writes ``cs2_runs.csv``, ``cs2_reductions.csv``, ``cs1_bound.csv``, ``summary.json``,
+``summary.txt``, ``fig_cs2_maxima.png``, ``fig_cs2_steal.png``, ``fig_cs2_reductions.png`` and
+``fig_cs1_bound.png`` into ``--out``.
 A run found twice (the same summary copied into two folders) counts once. Runs on different
 backends are not mixed: ``--backend`` picks one (default: cuda where there are cuda runs).
 
@@ -37,6 +41,9 @@ PAPER_CS2_MAX_MS = {("MT", "ROS 2"): 917.0, ("MT", "PAAM"): 83.0,
 #: the issue's targets: PAAM's maximum against ROS 2's and PiCAS's, percent (None: no target)
 TARGET_REDUCTION_PCT = {"MT": (-91.0, None), "4ST": (-85.0, -51.0)}
 SETUPS = ("4ST", "MT")
+#: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet lent
+#: hosts stole 1-5 ms/s on average, contended ones 45-400)
+QUIET_HOST_MS_PER_S = 20.0
 #: case study 2 options that say what was run rather than how: not listed as its options
 _NOT_OPTIONS = {"command", "experiment", "setups", "methods", "duration", "warmup", "gpu_ms",
                 "tpu_ms", "scale", "backend", "out", "quick", "replot", "inputs", "func"}
@@ -48,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default results/eval, where paam eval writes)")
     p.add_argument("--backend", choices=["cuda", "cpu"], default=None,
                    help="whose runs to roll up (default: cuda if any run used it, else cpu)")
+    p.add_argument("--quiet-steal", type=float, default=QUIET_HOST_MS_PER_S, metavar="MS",
+                   help="a run is on a quiet host when the host stole at most MS ms per second "
+                        f"on average over it (default {QUIET_HOST_MS_PER_S:g})")
     p.add_argument("--out", default="results/eval/history")
 
 
@@ -183,8 +193,14 @@ def reductions(cs2: list[dict]) -> list[dict]:
     return out
 
 
-def cs2_groups(cs2: list[dict]) -> list[dict]:
-    """Per setup, method and segment length: how many runs, their maxima, drop-free runs."""
+def _host_of(r: dict, quiet: float) -> str:
+    steal = r["steal_ms_per_s"]
+    return "unsampled" if math.isnan(steal) else "quiet" if steal <= quiet else "noisy"
+
+
+def cs2_groups(cs2: list[dict], quiet: float = QUIET_HOST_MS_PER_S) -> list[dict]:
+    """Per setup, method and segment length: how many runs, their maxima, drop-free runs; and
+    the same split by the host: quiet (mean steal at most ``quiet`` ms/s), noisy, unsampled."""
     groups: dict[tuple, list[dict]] = {}
     for r in cs2:
         groups.setdefault((r["setup"], r["method"], r["gpu_ms"]), []).append(r)
@@ -202,8 +218,18 @@ def cs2_groups(cs2: list[dict]) -> list[dict]:
                     else float("nan"),
                     "runs_without_drops": sum(r["drops"] == 0 for r in rows),
                     "instances": sum(r["instances"] for r in rows),
-                    "paper_max_ms": PAPER_CS2_MAX_MS.get((setup, method))})
+                    "paper_max_ms": PAPER_CS2_MAX_MS.get((setup, method)),
+                    "by_host": {host: _host_group([r for r in rows
+                                                   if _host_of(r, quiet) == host])
+                                for host in ("quiet", "noisy", "unsampled")}})
     return out
+
+
+def _host_group(rows: list[dict]) -> dict[str, Any]:
+    maxima = [r["max_ms"] for r in rows]
+    return {"runs": len(rows),
+            "max_median_ms": float(np.median(maxima)) if maxima else float("nan"),
+            "runs_without_drops": sum(r["drops"] == 0 for r in rows)}
 
 
 def cs1_runs(cs1: list[dict]) -> list[dict]:
@@ -225,7 +251,7 @@ def cs1_runs(cs1: list[dict]) -> list[dict]:
 
 
 def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: list[dict],
-                 backend: str) -> str:
+                 backend: str, quiet: float = QUIET_HOST_MS_PER_S) -> str:
     f = common.fmt
     lines = [f"paam eval history: {len(cs2)} case study 2 method runs, "
              f"{len(runs1)} case study 1 PAAM runs with a calibrated bound ({backend} backend)"]
@@ -241,6 +267,17 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
                          f(paper) if paper else "-", f"{g['runs_without_drops']}/{g['runs']}"])
         lines += ["", "Case study 2, hot-path maximum per run (ms; 'no options': runs whose "
                       "command gave no option beyond setups, methods, duration, segments):",
+                  common.table(rows, right=range(2, 10))]
+        rows = [["setup", "method", "GPU ms", "quiet: runs", "median max", "no drop",
+                 "noisy: runs", "median max", "no drop", "unsampled"]]
+        for g in groups:
+            q, n = g["by_host"]["quiet"], g["by_host"]["noisy"]
+            rows.append([g["setup"], g["method"], f(g["gpu_ms"]), str(q["runs"]),
+                         f(q["max_median_ms"]), str(q["runs_without_drops"]), str(n["runs"]),
+                         f(n["max_median_ms"]), str(n["runs_without_drops"]),
+                         str(g["by_host"]["unsampled"]["runs"])])
+        lines += ["", f"By the host: quiet where it stole at most {quiet:g} ms/s on average over "
+                      f"the run, noisy where more, unsampled before the runs sampled it:",
                   common.table(rows, right=range(2, 10))]
     if red:
         rows = [["setup", "GPU ms", "s", "ROS 2", "PiCAS", "PAAM", "vs ROS 2", "vs PiCAS",
@@ -317,6 +354,38 @@ def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
         handles.append(Line2D([], [], marker="o", linestyle="none", markerfacecolor="none",
                               markeredgecolor="grey", label="hollow: with other options"))
         ax.legend(handles=handles, fontsize=8, loc="upper right")
+    fig.suptitle(title, fontsize=10)
+    common.save(fig, path)
+
+
+def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> None:
+    plt = common.pyplot()
+    rows = [r for r in cs2 if not math.isnan(r["steal_ms_per_s"])]
+    setups = [s for s in SETUPS if any(r["setup"] == s for r in rows)]
+    if not setups:
+        return
+    fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.4), squeeze=False)
+    markers = dict(zip(sorted({r["gpu_ms"] for r in cs2}), "o^sDv<>"))
+    for ax, setup in zip(axes[0], setups):
+        for method in common.METHODS:
+            mine = [r for r in rows if r["setup"] == setup and r["method"] == method]
+            for gpu, marker in markers.items():
+                part = [r for r in mine if r["gpu_ms"] == gpu]
+                if part:
+                    ax.scatter([r["steal_ms_per_s"] for r in part], [r["max_ms"] for r in part],
+                               s=16, marker=marker, color=common.COLORS[method], alpha=0.8,
+                               label=f"{method}, {gpu:g} ms ({len(part)} runs)")
+        ax.set_xlim(left=0)
+        ax.axvline(quiet, color="grey", linestyle=":", linewidth=1)
+        ax.annotate(f"quiet ≤ {quiet:g}", (quiet, 0.98), xycoords=("data", "axes fraction"),
+                    fontsize=8, ha="right", va="top", rotation=90)
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_yscale("log")
+        ax.set_xlabel("host's mean steal over the run (ms/s, symlog)")
+        ax.set_ylabel("hot-path maximum (ms, log)")
+        ax.set_title(setup)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     common.save(fig, path)
 
@@ -398,14 +467,15 @@ def run(args: argparse.Namespace) -> int:
               f"first, or pass --inputs)")
         return 1
     out = common.out_dir(args.out)
-    red, groups, runs1 = reductions(cs2), cs2_groups(cs2), cs1_runs(cs1)
+    quiet = args.quiet_steal
+    red, groups, runs1 = reductions(cs2), cs2_groups(cs2, quiet), cs1_runs(cs1)
     common.write_csv(out / "cs2_runs.csv", cs2)
     common.write_csv(out / "cs2_reductions.csv", red)
     common.write_csv(out / "cs1_bound.csv", cs1)
     common.write_json(out / "summary.json", {"backend": backend, "inputs": list(map(str, inputs)),
                                              "cs2_groups": groups, "cs2_reductions": red,
                                              "cs1_runs": runs1})
-    text = summary_text(cs2, red, groups, runs1, backend)
+    text = summary_text(cs2, red, groups, runs1, backend, quiet)
     (out / "summary.txt").write_text(text + "\n")
     print(text)
     dates = sorted({r["date"] for r in cs2 + cs1 if r["date"]})
@@ -416,6 +486,11 @@ def run(args: argparse.Namespace) -> int:
                         f"Case study 2: hot-path maximum of every run ({backend}, {span}); "
                         f"dashed: the paper's (Jetson Xavier)")
         figures.append("fig_cs2_maxima.png")
+        if any(not math.isnan(r["steal_ms_per_s"]) for r in cs2):
+            plot_cs2_steal(cs2, out / "fig_cs2_steal.png",
+                           f"Case study 2: each run's maximum against what the host stole "
+                           f"({backend}, {span})", quiet)
+            figures.append("fig_cs2_steal.png")
     if red:
         plot_reductions(red, out / "fig_cs2_reductions.png",
                         f"Case study 2: the three methods in one call ({backend}, {span})")
