@@ -66,6 +66,13 @@ def tree(tmp_path):
     _cs1(root / "c1" / "uncalibrated", {"chain1": 70.0}, {"chain1": 50.0}, calibration=None)
     (root / "broken").mkdir()
     (root / "broken" / "summary.json").write_text("{not json")
+    # a case study 2 summary whose second setup is not what the case studies write: its first
+    # setup's rows must not come in either
+    (root / "odd").mkdir()
+    (root / "odd" / "summary.json").write_text(json.dumps(
+        {"meta": {"date": "2026-11-25", "backend": "cuda"},
+         "params": {"experiment": "case-study-2"},
+         "results": {"4ST": {"PAAM": {"hot_path_ms": _stats(70.0)}}, "MT": ["not", "a dict"]}}))
     return root
 
 
@@ -74,6 +81,7 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     r = _paam("eval", "history", "--inputs", str(tree), "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "skipped" in r.stdout and "broken" in r.stdout
+    assert "odd/summary.json: not a case study summary" in r.stdout
     runs = list(csv.DictReader((out / "cs2_runs.csv").open()))
     # three methods of the 4ST call (its copy dropped) and the MT run; the CPU backend's left out
     assert sorted((x["setup"], x["method"]) for x in runs) == [

@@ -94,7 +94,7 @@ def _options(command: str) -> str:
     if "case-study-2" in words:
         words = words[words.index("case-study-2") + 1:]
     out, skip = [], False
-    for i, w in enumerate(words):
+    for w in words:
         if not w.startswith("--"):
             if not skip and out:
                 out[-1] += f" {w}"
@@ -104,6 +104,58 @@ def _options(command: str) -> str:
         if not skip:
             out.append(w)
     return " ".join(out)
+
+
+def _read_summary(path: Path, d: dict) -> tuple[list[dict], list[dict]]:
+    """One summary's rows: (case study 2 runs and methods, case study 1 chains under PAAM)."""
+    cs2: list[dict] = []
+    cs1: list[dict] = []
+    params, meta = d.get("params") or {}, d.get("meta") or {}
+    exp = params.get("experiment")
+    where = str(path.parent)
+    base = {"run": where, "date": meta.get("date", ""),
+            "backend": meta.get("backend", params.get("backend", "")),
+            "scale": _num(params.get("scale", 1.0))}
+    if exp == "case-study-2":
+        options = _options(meta.get("command", ""))
+        results = d.get("results") or {}
+        for setup, methods in results.items():
+            for method, r in (methods or {}).items():
+                hp = (r or {}).get("hot_path_ms") if isinstance(r, dict) else None
+                if not hp or not hp.get("n"):
+                    continue
+                drops = r.get("drops") or {}
+                cs2.append({**base, "setup": setup, "method": method,
+                            "gpu_ms": _num(params.get("gpu_ms")),
+                            "duration_s": _num(params.get("duration")),
+                            "instances": int(hp["n"]), "max_ms": _num(hp["max"]),
+                            "p99_ms": _num(hp["p99"]),
+                            "drops": int(drops.get("total", 0)),
+                            "steal_ms_per_s": _steal(r.get("host")),
+                            "methods_in_call": ",".join(methods),
+                            "options": options})
+    elif exp == "case-study-1" and params.get("calibration"):
+        bounds = d.get("bound_ms") or {}
+        with_ros = d.get("bound_with_ros_cost_ms") or {}
+        steal = _steal((d.get("host") or {}).get("PAAM"))
+        for chain, methods in (d.get("results") or {}).items():
+            r = (methods or {}).get("PAAM")
+            bound = _num(bounds.get(chain))
+            if not isinstance(r, dict) or not r.get("n") or math.isnan(bound):
+                continue
+            cs1.append({**base, "chain": chain, "instances": int(r["n"]),
+                        "max_ms": _num(r["max"]), "p99_ms": _num(r["p99"]),
+                        "bound_ms": bound,
+                        "bound_with_ros_cost_ms": _num(with_ros.get(chain)),
+                        "epsilon_ms": _num(d.get("epsilon_ms")),
+                        "steal_ms_per_s": steal})
+    return cs2, cs1
+
+
+def _key(row: dict) -> tuple:
+    """What tells a run apart from a copy of it in another folder."""
+    return (row["date"], row.get("setup"), row.get("chain"), row["method"] if "method" in row
+            else "PAAM", row["instances"], round(row["max_ms"], 3))
 
 
 def collect(inputs: list[Path]) -> tuple[list[dict], list[dict]]:
@@ -118,54 +170,16 @@ def collect(inputs: list[Path]) -> tuple[list[dict], list[dict]]:
             d = _load(path)
             if d is None:
                 continue
-            params, meta = d.get("params") or {}, d.get("meta") or {}
-            exp = params.get("experiment")
-            where = str(path.parent)
-            base = {"run": where, "date": meta.get("date", ""),
-                    "backend": meta.get("backend", params.get("backend", "")),
-                    "scale": _num(params.get("scale", 1.0))}
-            if exp == "case-study-2":
-                options = _options(meta.get("command", ""))
-                results = d.get("results") or {}
-                for setup, methods in results.items():
-                    for method, r in (methods or {}).items():
-                        hp = (r or {}).get("hot_path_ms") if isinstance(r, dict) else None
-                        if not hp or not hp.get("n"):
-                            continue
-                        key = ("cs2", base["date"], setup, method, hp["n"],
-                               round(_num(hp["max"]), 3))
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                        drops = r.get("drops") or {}
-                        cs2.append({**base, "setup": setup, "method": method,
-                                    "gpu_ms": _num(params.get("gpu_ms")),
-                                    "duration_s": _num(params.get("duration")),
-                                    "instances": int(hp["n"]), "max_ms": _num(hp["max"]),
-                                    "p99_ms": _num(hp["p99"]),
-                                    "drops": int(drops.get("total", 0)),
-                                    "steal_ms_per_s": _steal(r.get("host")),
-                                    "methods_in_call": ",".join(methods),
-                                    "options": options})
-            elif exp == "case-study-1" and params.get("calibration"):
-                bounds = d.get("bound_ms") or {}
-                with_ros = d.get("bound_with_ros_cost_ms") or {}
-                steal = _steal((d.get("host") or {}).get("PAAM"))
-                for chain, methods in (d.get("results") or {}).items():
-                    r = (methods or {}).get("PAAM")
-                    bound = _num(bounds.get(chain))
-                    if not isinstance(r, dict) or not r.get("n") or math.isnan(bound):
-                        continue
-                    key = ("cs1", base["date"], chain, r["n"], round(_num(r["max"]), 3))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    cs1.append({**base, "chain": chain, "instances": int(r["n"]),
-                                "max_ms": _num(r["max"]), "p99_ms": _num(r["p99"]),
-                                "bound_ms": bound,
-                                "bound_with_ros_cost_ms": _num(with_ros.get(chain)),
-                                "epsilon_ms": _num(d.get("epsilon_ms")),
-                                "steal_ms_per_s": steal})
+            try:
+                rows2, rows1 = _read_summary(path, d)
+            except (AttributeError, KeyError, TypeError, ValueError) as e:
+                print(f"  skipped {path}: not a case study summary this reads ({e!r})")
+                continue
+            for rows, into in ((rows2, cs2), (rows1, cs1)):
+                for row in rows:
+                    if _key(row) not in seen:
+                        seen.add(_key(row))
+                        into.append(row)
     return cs2, cs1
 
 
