@@ -1,9 +1,11 @@
-"""The six MT runs of 2026-11-25 (thirtieth session) side by side: what the host stole during
-each, how busy the guest was, and the hot path. Run from this folder: python compare.py"""
+"""The nine MT runs of 2026-11-25 (thirtieth session) side by side, a-f on one lent H100 (machine
+A), g-i on a second (B): what the host stole during each, how busy the guest was, and the hot
+path. Run from this folder: python compare.py"""
 import json
 from pathlib import Path
 
-RUNS = ["a_paam", "b_picas", "c_picas_ka", "d_picas_ka", "e_paam", "f_picas"]
+RUNS = ["a_paam", "b_picas", "c_picas_ka", "d_picas_ka", "e_paam", "f_picas",
+        "g_paam", "h_picas_ka", "i_picas"]
 print(f"{'run':11} {'method':6} {'keep-awake':10} {'steal mean/max':>14} {'executors':>9} "
       f"{'CPUs busy':>9} {'n':>4} {'p99':>6} {'max':>6} {'drops':>5}")
 for run in RUNS:
