@@ -1,8 +1,8 @@
 """``paam eval history``: every case-study run under a results tree, at a glance.
 
 Reads each ``summary.json`` that ``paam eval case-study-1`` and ``paam eval case-study-2`` wrote
-under ``--inputs`` (folders, searched recursively; raw results committed with their CSVs
-xz-compressed read as well) and rolls them up, one row per run and method:
+under ``--inputs`` (folders, searched recursively; only the summaries are read, so raw CSVs
+may be compressed or gone) and rolls them up, one row per run and method:
 
 * case study 2: each run's hot-path maximum, p99 and drops per setup and method, its segment
   length, the other options its command line gave, the host's mean steal; the maxima of
