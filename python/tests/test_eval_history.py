@@ -139,11 +139,13 @@ def test_options_are_what_the_command_line_gave_beyond_what_it_ran():
            "--duration 600 --gpu-ms 2.5 --server-cuda-wait nap:30 --cpu-probe --wait=spin")
     assert history._options(cmd) == "--server-cuda-wait nap:30 --cpu-probe --wait=spin"
     assert history._options("paam eval case-study-2 --quick") == ""
+    assert history._options("paam eval case-study-2 --tpu-ms 2 --gpu-ms 1") == "--tpu-ms 2"
 
 
 def test_the_committed_h100_roll_up_counts_every_kept_run():
     """docs/results/eval-h100/history/ is what evaluation.md's targets table quotes; a session
-    that adds runs under docs/results/eval-h100 reruns the roll-up (the command in its README.txt)."""
+    that adds runs under docs/results/eval-h100 reruns the roll-up (the command in its
+    README.txt)."""
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
     results = root / "docs" / "results" / "eval-h100"

@@ -44,9 +44,10 @@ SETUPS = ("4ST", "MT")
 #: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet lent
 #: hosts stole 1-5 ms/s on average, contended ones 45-400)
 QUIET_HOST_MS_PER_S = 20.0
-#: case study 2 options that say what was run rather than how: not listed as its options
+#: case study 2 options that say what was run rather than how, or that the rows carry
+#: themselves (segment length, scale, backend): not listed as its options
 _NOT_OPTIONS = {"command", "experiment", "setups", "methods", "duration", "warmup", "gpu_ms",
-                "tpu_ms", "scale", "backend", "out", "quick", "replot", "inputs", "func"}
+                "scale", "backend", "out", "quick", "replot", "inputs", "func"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -153,9 +154,10 @@ def _read_summary(path: Path, d: dict) -> tuple[list[dict], list[dict]]:
 
 
 def _key(row: dict) -> tuple:
-    """What tells a run apart from a copy of it in another folder."""
-    return (row["date"], row.get("setup"), row.get("chain"), row["method"] if "method" in row
-            else "PAAM", row["instances"], round(row["max_ms"], 3))
+    """What tells a run apart from a copy of it in another folder (case study 2 rows have a
+    setup and a method, case study 1 rows a chain)."""
+    return (row["date"], row.get("setup"), row.get("method"), row.get("chain"),
+            row["instances"], round(row["max_ms"], 3))
 
 
 def collect(inputs: list[Path]) -> tuple[list[dict], list[dict]]:
@@ -327,13 +329,18 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
 # -- figures ------------------------------------------------------------------------------------
 
 
+def _segment_markers(cs2: list[dict]) -> dict[float, str]:
+    """One marker per GPU segment length, the same in every figure."""
+    return dict(zip(sorted({r["gpu_ms"] for r in cs2}), "o^sDv<>"))
+
+
 def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
     plt = common.pyplot()
     from matplotlib.lines import Line2D
     setups = [s for s in SETUPS if any(r["setup"] == s for r in cs2)]
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.6), squeeze=False)
-    gpus = sorted({r["gpu_ms"] for r in cs2})
-    markers = dict(zip(gpus, "o^sDv<>"))
+    markers = _segment_markers(cs2)
+    gpus = list(markers)
     rng = np.random.default_rng(0)
     paper_scale = all(r["scale"] == 1.0 for r in cs2)
     for ax, setup in zip(axes[0], setups):
@@ -379,7 +386,7 @@ def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> Non
     if not setups:
         return
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.4), squeeze=False)
-    markers = dict(zip(sorted({r["gpu_ms"] for r in cs2}), "o^sDv<>"))
+    markers = _segment_markers(cs2)
     for ax, setup in zip(axes[0], setups):
         for method in common.METHODS:
             mine = [r for r in rows if r["setup"] == setup and r["method"] == method]
