@@ -653,6 +653,22 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
     assert len(data["results"]["MT"]["PAAM"]["rt"]) == 4
 
 
+def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
+    """--mt-executor shared: PiCAS's and PAAM's MT is one MultiThreadedPicasExecutor whose four
+    threads, each pinned to a 4ST executor's core at E0's priority, share every callback; the
+    hot path completes and the summary says so."""
+    data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "picas,paam",
+                      "--mt-executor", "shared")
+    assert data["params"]["mt_executor"] == "shared"
+    assert "one MultiThreadedPicasExecutor" in (tmp_path / "summary.txt").read_text()
+    for method in ("PiCAS", "PAAM"):
+        s = _cs2_hot_path_ran(data, "MT", method)
+        rt = s["rt"]
+        assert [r.split(":")[0] for r in rt] == [f"MT thread E{i}" for i in range(4)], rt
+        # no executor of its own for the hot path: E0's per-callback record stays empty
+        assert not s.get("hot_executor_from_due"), method
+
+
 def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
     """--segments async: PAAM's callbacks await their segments (PiCAS's stay synchronous).
     Every executor keeps serving (one once stalled while a held callback's message waited: the

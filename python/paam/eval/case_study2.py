@@ -39,11 +39,14 @@ whole hot path on executor E0) and ``MT`` (one process over four cores). Methods
 Every method's nodes and topics are lean (``paam.ros.create_lean_node``, no services and no QoS
 event handlers): rclpy's executors walk every entity in Python at each wait (paam.ros.lean).
 
-paam.ros has no multi-threaded PicasExecutor, so MT for PiCAS and PAAM runs one process with
-four threads, each spinning its own PicasExecutor over one quarter of the nodes (the 4ST
-partition) pinned to its core; ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes.
-Both are one process, so their Python work shares one GIL (rclpy's, not the reference
-system's C++). The summary says which executor each run used.
+MT for PiCAS and PAAM (``--mt-executor``): ``partitioned`` (the default, every MT run before
+2026-11-26) runs one process with four threads, each spinning its own PicasExecutor over one
+quarter of the nodes (the 4ST partition) pinned to its core; ``shared`` runs the paper's one
+multi-threaded executor, ``paam.ros.MultiThreadedPicasExecutor`` with four threads pinned one
+per core, every thread free to run any callback (the highest-priority ready one). ROS 2's MT is
+rclpy's MultiThreadedExecutor over all nodes. All are one process, so their Python work shares
+one GIL (rclpy's, not the reference system's C++). The summary says which executor each run
+used.
 
 On the CPU backend one core plays the GPU (the last one) and the TPU gets a core of its own
 when one is left; the four executor cores (2-5 of the paper's machine) are mapped modulo onto
@@ -445,14 +448,15 @@ class _Graph:
         # thread runs them one at a time: (start, end, chain priority, then the thread's time on
         # a CPU and runnable-but-waiting at its start and at its end, then the CPU time the
         # callback spent in the burn, then --cpu-probe's two times just before it, -1 without),
-        # ns. Not in ROS 2's MT, whose four threads share E0's callbacks.
+        # ns. Not in ROS 2's MT or the shared MT PicasExecutor, whose four threads share E0's
+        # callbacks.
         self.hot_executor_calls = _Rows(_CALL_COLS)
         self.sched = common.ThreadSchedStat()
         # per thread: ns of CPU its callbacks spent in the number cruncher's burn so far (the
         # rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work)
         self.burned = threading.local()
-        self.hot_executor = (None if self.method == "ros2" and cfg["setup"] == "MT"
-                             else _HOT_EXECUTOR)
+        self.hot_executor = (None if cfg["setup"] == "MT" and (
+            self.method == "ros2" or cfg["mt_executor"] == "shared") else _HOT_EXECUTOR)
 
     def _callback(self, fn, executor: str, node: str, index: int = 0):
         """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
@@ -903,6 +907,17 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         executors["MT"] = ex
         rt_notes["MT"] = (f"rclpy MultiThreadedExecutor(4 threads), SCHED_OTHER nice 0, CPUs "
                           f"{cpus}")
+    elif setup == "MT" and cfg["mt_executor"] == "shared":
+        from paam.ros import MultiThreadedPicasExecutor
+        ex = MultiThreadedPicasExecutor(len(cfg["executors"]), context=ctx,
+                                        awaiting_holds_priority=g.async_segments,
+                                        lean_wait=cfg["executor_wait"] == "own")
+        for ex_name, nodes in cfg["executors"].items():  # (the nodes in the 4ST order)
+            for entity, prio in g.entities[ex_name]:
+                ex.set_callback_priority(entity, prio)
+            for n in nodes:
+                ex.add_node(g.nodes[n])
+        executors["MT"] = ex
     else:
         for ex_name, nodes in cfg["executors"].items():
             if method == "ros2":
@@ -935,13 +950,27 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 common.pin_this_thread([cfg["cpus"][ex_name]] if setup == "4ST" else cpus)
                 if setup == "4ST":
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
+            elif ex_name == "MT":  # one thread of the shared PicasExecutor: 4ST's E<i> core
+                thread = cfg["mt_thread"][threading.current_thread().name]
+                rt_notes[f"MT thread {thread}"] = _set_priority(
+                    cfg, max(cfg["priorities"].values()), cfg["cpus"][thread])
             else:
                 rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
                                                   cfg["cpus"][ex_name])
             while time.monotonic_ns() < end:
                 ex.spin_once(timeout_sec=0.05)
 
-        if len(executors) == 1:
+        if setup == "MT" and method != "ros2" and cfg["mt_executor"] == "shared":
+            # the shared PicasExecutor's threads, one per 4ST executor's core, at E0's priority
+            threads = [threading.Thread(target=spin, args=("MT", executors["MT"]),
+                                        name=f"picas-mt-{n}", daemon=True)
+                       for n in cfg["executors"]]
+            cfg["mt_thread"] = {t.name: n for t, n in zip(threads, cfg["executors"])}
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        elif len(executors) == 1:
             (name, ex), = executors.items()
             spin(name, ex)
         else:  # MT with PicasExecutors: one thread each
@@ -1003,6 +1032,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "segments": args.segments, "cpu_probe": args.cpu_probe,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
+            "mt_executor": args.mt_executor,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1307,6 +1337,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_keep_awake_argument(p)
     common.add_gc_argument(p)
     common.add_executor_wait_argument(p)
+    p.add_argument("--mt-executor", default="partitioned", choices=["partitioned", "shared"],
+                   help="MT for PiCAS and PAAM: four PicasExecutors in one process, each over "
+                        "the 4ST executor's nodes on its core (partitioned, the default), or "
+                        "the paper's one multi-threaded executor, a MultiThreadedPicasExecutor "
+                        "whose four threads (one per core, all at E0's priority) share every "
+                        "callback (shared). ROS 2's MT is rclpy's MultiThreadedExecutor either "
+                        "way")
     p.add_argument("--dds-cpus", default="executor", choices=["executor", "spare"],
                    help="where each executor process's other threads run (Fast DDS's receive "
                         "and event threads): on the process's executor cores (default, as "
@@ -1779,7 +1816,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else "")
              + ("; the PicasExecutor waits through rclpy (--executor-wait rclpy)"
-                if getattr(args, "executor_wait", "own") == "rclpy" else ""),
+                if getattr(args, "executor_wait", "own") == "rclpy" else "")
+             + ("; MT's PiCAS and PAAM: one MultiThreadedPicasExecutor (--mt-executor shared)"
+                if getattr(args, "mt_executor", "partitioned") == "shared" else ""),
              common.machine_line(meta),
              "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

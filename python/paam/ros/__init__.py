@@ -4,6 +4,9 @@
   priorities inherited from chains, always the highest-priority ready callback, SCHED_FIFO and
   CPU affinity for the spinning thread (``set_executor_priority_cpu``, ``spin_rt``; a nice value
   where the machine refuses SCHED_FIFO, :mod:`paam.ros.rt`).
+* :class:`MultiThreadedPicasExecutor` — the same picking over several threads that share all its
+  callbacks (each free thread runs the highest-priority ready callback; rclpy's callback groups
+  respected), every thread pinned to a CPU of its own (``set_executor_priority_cpus``).
 * :func:`await_result` — ``await await_result(client.submit(...))`` in an ``async def``
   callback: the executor runs other work until the accelerator is done (with
   ``PicasExecutor(awaiting_holds_priority=True)`` only work of that callback's priority or above).
@@ -40,6 +43,7 @@ import importlib
 _EXPORTS = {
     "PicasExecutor": "paam.ros.executor",
     "PickStats": "paam.ros.executor",
+    "MultiThreadedPicasExecutor": "paam.ros.executor_mt",
     "Chain": "paam.ros.helpers",
     "CallbackSpec": "paam.ros.helpers",
     "picas_callback_priorities": "paam.ros.helpers",

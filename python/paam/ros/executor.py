@@ -382,8 +382,15 @@ class PicasExecutor(Executor):
         if not self._priority_enabled:
             self._spin_once_stock(timeout_sec, condition)
             return
+        pick = self._pick(timeout_sec, condition)
+        if pick is not None:
+            self._run_pick(*pick)
+
+    def _pick(self, timeout_sec, condition: Callable[[], bool]):
+        """Wait for work (at most ``timeout_sec``) and choose the callback to run next:
+        ``((task, entity), priority)``, or None when there is none (or ``condition`` holds)."""
         if condition():
-            return
+            return None
         st = self.stats
         t0 = time.perf_counter_ns()
         pending = self._pending_entries()
@@ -417,19 +424,24 @@ class PicasExecutor(Executor):
             t2 = time.perf_counter_ns()
             st.refresh_ns += t2 - t1
             if not candidates:
-                return
+                return None
             best, best_key = self._best(candidates)
             st.choose_ns += time.perf_counter_ns() - t2
-        if not self._begin_step():  # shut down meanwhile: the pick is dropped
-            return
         st.picks += 1
         if len(candidates) > st.max_candidates:
             st.max_candidates = len(candidates)
+        return best, best_key[0]
+
+    def _run_pick(self, best: "tuple[Task, object]", priority: int) -> None:
+        """Run the picked callback on this thread (unless shutdown() has begun meanwhile), at
+        ``priority``; raises what it raised."""
+        if not self._begin_step():  # shut down meanwhile: the pick is dropped
+            return
         task, entity = best
-        outer, _running_in.callback = getattr(_running_in, "callback", None), (self, best_key[0])
+        outer, _running_in.callback = getattr(_running_in, "callback", None), (self, priority)
         try:
             if self.on_pick is not None:
-                self.on_pick(entity, best_key[0])
+                self.on_pick(entity, priority)
             task()
         finally:
             _running_in.callback = outer

@@ -1,0 +1,272 @@
+"""MultiThreadedPicasExecutor: several threads, one pool of callbacks, picked by priority."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _node(ctx, name: str):
+    import rclpy
+    return rclpy.create_node(f"{name}_{uuid.uuid4().hex[:8]}", context=ctx)
+
+
+def _executor(ctx, threads: int, **kw):
+    from paam.ros import MultiThreadedPicasExecutor
+    return MultiThreadedPicasExecutor(threads, context=ctx, **kw)
+
+
+def _spin_until(executor, done: threading.Event, timeout: float = 20.0) -> None:
+    """spin_until_future_complete on a Future set when ``done`` is."""
+    from rclpy.task import Future
+    fut = Future()
+    threading.Thread(target=lambda: (done.wait(timeout), fut.set_result(True)),
+                     daemon=True).start()
+    executor.spin_until_future_complete(fut, timeout_sec=timeout)
+    assert fut.done(), "the executor did not finish the work in time"
+
+
+def _once(node, seconds: float, record, name: str, group=None):
+    """A timer that fires once, sleeps ``seconds`` (the GIL released) and records its span."""
+    box = []
+
+    def cb():
+        box[0].cancel()
+        start = time.monotonic()
+        time.sleep(seconds)
+        record.append((name, start, time.monotonic(), threading.current_thread().name))
+    box.append(node.create_timer(0.01, cb, callback_group=group))
+    return box[0]
+
+
+def test_callbacks_of_different_groups_run_at_the_same_time_on_different_threads(ros_context):
+    spans: list = []
+    nodes = [_node(ros_context, f"par{i}") for i in range(2)]
+    executor = _executor(ros_context, 2)
+    for i, n in enumerate(nodes):
+        _once(n, 0.3, spans, f"t{i}")
+        executor.add_node(n)
+    done = threading.Event()
+    threading.Thread(target=lambda: (time.sleep(0.05), _wait_len(spans, 2, 10),
+                                     done.set()), daemon=True).start()
+    _spin_until(executor, done)
+    assert len(spans) == 2
+    (_, s0, e0, th0), (_, s1, e1, th1) = spans
+    assert th0 != th1
+    assert max(s0, s1) < min(e0, e1), "the two callbacks did not overlap"
+    executor.shutdown()
+    for n in nodes:
+        n.destroy_node()
+
+
+def _wait_len(seq, n: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while len(seq) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_mutually_exclusive_group_runs_one_callback_at_a_time_a_reentrant_one_several(
+        ros_context, reentrant):
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    node = _node(ros_context, "groups")
+    group = ReentrantCallbackGroup() if reentrant else None  # None: the node's default
+    spans: list = []
+    lock = threading.Lock()
+
+    def make(name):
+        def cb():
+            start = time.monotonic()
+            time.sleep(0.03)
+            with lock:
+                spans.append((name, start, time.monotonic()))
+        return cb
+    for i in range(3):
+        node.create_timer(0.02, make(f"t{i}"), callback_group=group)
+    executor = _executor(ros_context, 3)
+    executor.add_node(node)
+    done = threading.Event()
+    threading.Timer(0.6, done.set).start()
+    _spin_until(executor, done)
+    executor.shutdown()
+    node.destroy_node()
+    assert {s[0] for s in spans} == {"t0", "t1", "t2"}
+    ordered = sorted(spans, key=lambda s: s[1])
+    overlaps = sum(1 for a, b in zip(ordered, ordered[1:]) if b[1] < a[2])
+    if reentrant:
+        assert overlaps > 0
+    else:
+        assert overlaps == 0, ordered
+
+
+def test_a_freed_thread_runs_the_highest_priority_ready_callback_first(ros_context):
+    """Both threads busy with long callbacks while three callbacks of priorities 1, 5 and 3
+    become ready: the thread freed first runs them 5, 3, 1 (rclpy's stock executors would
+    run them in the order their entities were made)."""
+    b1, b2, gnode = (_node(ros_context, n) for n in ("b1", "b2", "g"))
+    order: list[int] = []
+    guards = {}
+
+    def make_guard(p):
+        def cb():
+            order.append(p)
+            time.sleep(0.05)
+        return cb
+    for p in (1, 5, 3):
+        guards[p] = gnode.create_guard_condition(make_guard(p))
+    spans: list = []
+    short = _once(b1, 0.25, spans, "short")
+    long_ = _once(b2, 0.8, spans, "long")
+    executor = _executor(ros_context, 2)
+    for n in (b1, b2, gnode):
+        executor.add_node(n)
+    for entity, p in ((short, 50), (long_, 50), *((g, p) for p, g in guards.items())):
+        executor.set_callback_priority(entity, p)
+
+    def trigger_later():
+        # both long callbacks are running by now
+        _wait_len(spans, 0, 0)
+        time.sleep(0.12)
+        for p in (1, 5, 3):
+            guards[p].trigger()
+    threading.Thread(target=trigger_later, daemon=True).start()
+    done = threading.Event()
+    threading.Thread(target=lambda: (_wait_len(order, 3, 10), _wait_len(spans, 2, 10),
+                                     done.set()), daemon=True).start()
+    _spin_until(executor, done)
+    executor.shutdown()
+    for n in (b1, b2, gnode):
+        n.destroy_node()
+    assert order == [5, 3, 1]
+    short_end = next(s[2] for s in spans if s[0] == "short")
+    long_end = next(s[2] for s in spans if s[0] == "long")
+    assert short_end < long_end
+
+
+def test_a_callbacks_exception_stops_every_thread_and_is_raised_from_spin(ros_context):
+    node = _node(ros_context, "boom")
+    ticks = [0]
+
+    def boom():
+        raise RuntimeError("boom from a callback")
+    node.create_timer(0.05, boom)
+    other = _node(ros_context, "ticker")
+    other.create_timer(0.005, lambda: ticks.__setitem__(0, ticks[0] + 1))
+    executor = _executor(ros_context, 3)
+    executor.add_node(node)
+    executor.add_node(other)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="boom from a callback"):
+        executor.spin()
+    assert time.monotonic() - t0 < 5
+    assert not [t for t in threading.enumerate() if t.name.startswith("picas-mt-")]
+    executor.shutdown()
+    node.destroy_node()
+    other.destroy_node()
+
+
+def test_shutdown_from_another_thread_ends_spin_and_its_threads(ros_context):
+    node = _node(ros_context, "stop")
+    ticks = [0]
+    node.create_timer(0.01, lambda: ticks.__setitem__(0, ticks[0] + 1))
+    executor = _executor(ros_context, 4)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    time.sleep(0.3)
+    assert executor.shutdown(timeout_sec=5)
+    spinner.join(5)
+    assert not spinner.is_alive()
+    assert not [t for t in threading.enumerate() if t.name.startswith("picas-mt-")]
+    assert ticks[0] >= 5
+    node.destroy_node()
+
+
+def test_spin_rt_pins_each_thread_to_its_cpu_and_reports_every_thread(ros_context):
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    want = [cpus[i % len(cpus)] for i in range(3)]
+    node = _node(ros_context, "rt")
+    seen: dict[str, set] = {}
+    lock = threading.Lock()
+
+    def cb():
+        with lock:
+            seen[threading.current_thread().name] = os.sched_getaffinity(0)
+        time.sleep(0.02)
+    for _ in range(6):
+        node.create_timer(0.005, cb, callback_group=_reentrant())
+    executor = _executor(ros_context, 3)
+    executor.add_node(node)
+    executor.set_executor_priority_cpus(None, cpus)
+    logs: list[str] = []
+    threading.Timer(1.0, executor.shutdown).start()
+    executor.spin_rt(log=logs.append)
+    node.destroy_node()
+    assert len(executor.rt_reports) == 3 and len(logs) == 3
+    assert [r.requested_cpu for r in executor.rt_reports] == want
+    assert all(r.cpu_applied for r in executor.rt_reports)
+    assert all("thread" in line for line in logs)
+    workers = {name: aff for name, aff in seen.items() if name.startswith("picas-mt-")}
+    for name, aff in workers.items():
+        assert aff == {want[int(name.rsplit("-", 1)[1])]}
+
+
+def _reentrant():
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    return ReentrantCallbackGroup()
+
+
+def test_a_coroutine_awaiting_an_accelerator_request_resumes_on_any_thread(ros_context):
+    """await_result inside a callback of the multi-threaded executor: a waiter collects it,
+    and the callback resumes while other callbacks keep running."""
+    from paam.ros import await_result
+
+    class Request:  # what await_result needs of a paam future
+        def __init__(self):
+            self.event = threading.Event()
+
+        def done(self):
+            return self.event.is_set()
+
+        def result(self, timeout_sec=None):
+            self.event.wait(timeout_sec)
+            return 7
+
+    node = _node(ros_context, "await")
+    request = Request()
+    events: list = []
+
+    async def waiter():
+        box[0].cancel()
+        events.append("waiting")
+        events.append(("resumed", await await_result(request)))
+    box = [node.create_timer(0.01, waiter)]
+    ticks = [0]
+    node.create_timer(0.01, lambda: ticks.__setitem__(0, ticks[0] + 1),
+                      callback_group=_reentrant())
+    executor = _executor(ros_context, 2)
+    executor.add_node(node)
+    threading.Timer(0.3, request.event.set).start()
+    done = threading.Event()
+    threading.Thread(target=lambda: (_wait_len(events, 2, 10), done.set()), daemon=True).start()
+    _spin_until(executor, done)
+    executor.shutdown()
+    node.destroy_node()
+    assert events == ["waiting", ("resumed", 7)]
+    assert ticks[0] >= 5
+
+
+def test_bad_thread_counts_and_cpu_lists_are_refused(ros_context):
+    with pytest.raises(ValueError, match="num_threads"):
+        _executor(ros_context, 0)
+    executor = _executor(ros_context, 2)
+    with pytest.raises(ValueError, match="cpus"):
+        executor.set_executor_priority_cpus(10, [])
+    with pytest.raises(ValueError, match="mode"):
+        executor.set_executor_priority_cpus(10, [0], mode="fast")
+    executor.shutdown()
