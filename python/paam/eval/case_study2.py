@@ -40,7 +40,7 @@ Every method's nodes and topics are lean (``paam.ros.create_lean_node``, no serv
 event handlers): rclpy's executors walk every entity in Python at each wait (paam.ros.lean).
 
 MT for PiCAS and PAAM (``--mt-executor``): ``partitioned`` (the default, every MT run before
-2026-11-26) runs one process with four threads, each spinning its own PicasExecutor over one
+the thirty-first session, 2026-11-25) runs one process with four threads, each spinning its own PicasExecutor over one
 quarter of the nodes (the 4ST partition) pinned to its core; ``shared`` runs the paper's one
 multi-threaded executor, ``paam.ros.MultiThreadedPicasExecutor`` with four threads pinned one
 per core, every thread free to run any callback (the highest-priority ready one). ROS 2's MT is
