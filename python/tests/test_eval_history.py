@@ -159,3 +159,28 @@ def test_the_committed_h100_roll_up_counts_every_kept_run():
         "--inputs docs/results/eval-h100 --out docs/results/eval-h100/history and update "
         "the figures quoted from it")
     assert len(data["cs1_runs"]) == len({r["run"] for r in cs1})
+
+
+def test_mt_with_the_shared_executor_is_its_own_setup_compared_with_the_papers_mt(tmp_path):
+    """A run with --mt-executor shared rolls up as "MT shared" (its three methods as one call,
+    ROS 2's included), beside the partitioned MT, with MT's paper figures and targets; the
+    maximum from the due time comes along where the run recorded it."""
+    root = tmp_path / "results"
+    s = _cs2(root / "shared", "MT", {"ROS 2": 500.0, "PiCAS": 140.0, "PAAM": 110.0},
+             command_extra=" --mt-executor shared")
+    s["params"]["mt_executor"] = "shared"
+    s["results"]["MT"]["PAAM"]["hot_path_from_due_ms"] = {"max": 120.5}
+    (root / "shared" / "summary.json").write_text(json.dumps(s))
+    _cs2(root / "partitioned", "MT", {"PAAM": 95.0})
+    rows = {(r["setup"], r["method"]): r for r in history.collect([root])[0]}
+    assert set(rows) == {("MT shared", "ROS 2"), ("MT shared", "PiCAS"), ("MT shared", "PAAM"),
+                         ("MT", "PAAM")}
+    assert rows[("MT shared", "PAAM")]["from_due_max_ms"] == 120.5
+    assert rows[("MT", "PAAM")]["from_due_max_ms"] != rows[("MT", "PAAM")]["from_due_max_ms"]
+    cs2 = list(rows.values())
+    red = history.reductions(cs2)
+    assert [(r["setup"], round(r["vs_ros2_pct"], 1)) for r in red] == [("MT shared", -78.0)]
+    groups = {(g["setup"], g["method"]): g for g in history.cs2_groups(cs2)}
+    assert groups[("MT shared", "PAAM")]["paper_max_ms"] == 83.0
+    text = history.summary_text(cs2, red, list(groups.values()), [], "cuda")
+    assert "MT shared: target met in 0 of 1 calls; best against ROS 2 -78.0%" in text

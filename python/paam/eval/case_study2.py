@@ -40,13 +40,13 @@ Every method's nodes and topics are lean (``paam.ros.create_lean_node``, no serv
 event handlers): rclpy's executors walk every entity in Python at each wait (paam.ros.lean).
 
 MT for PiCAS and PAAM (``--mt-executor``): ``partitioned`` (the default, every MT run before
-the thirty-first session, 2026-11-25) runs one process with four threads, each spinning its own PicasExecutor over one
-quarter of the nodes (the 4ST partition) pinned to its core; ``shared`` runs the paper's one
-multi-threaded executor, ``paam.ros.MultiThreadedPicasExecutor`` with four threads pinned one
-per core, every thread free to run any callback (the highest-priority ready one). ROS 2's MT is
-rclpy's MultiThreadedExecutor over all nodes. All are one process, so their Python work shares
-one GIL (rclpy's, not the reference system's C++). The summary says which executor each run
-used.
+the thirty-first session, 2026-11-25) runs one process with four threads, each spinning its
+own PicasExecutor over one quarter of the nodes (the 4ST partition) pinned to its core;
+``shared`` runs the paper's one multi-threaded executor, ``paam.ros.MultiThreadedPicasExecutor``
+with four threads pinned one per core, every thread free to run any callback (the
+highest-priority ready one). ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes. All
+are one process, so their Python work shares one GIL (rclpy's, not the reference system's
+C++). The summary says which executor each run used.
 
 On the CPU backend one core plays the GPU (the last one) and the TPU gets a core of its own
 when one is left; the four executor cores (2-5 of the paper's machine) are mapped modulo onto

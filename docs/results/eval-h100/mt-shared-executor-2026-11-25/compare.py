@@ -39,7 +39,8 @@ def latencies(run: str) -> "tuple[np.ndarray, np.ndarray]":
 rows, data = [], []
 print(f"{'machine':7} {'run':20} {'method':6} {'executor':11} {'steal mean/max':>14} "
       f"{'CPUs busy':>9} {'n':>4} {'mean':>6} {'p99':>6} {'max':>6} {'drops':>5} "
-      f"{'skipped':>7} {'due p50':>7} {'due p99':>7} {'due max':>7} {'late p50':>8}  hop medians (ms)")
+      f"{'skipped':>7} {'due p50':>7} {'due p99':>7} {'due max':>7} {'late p50':>8}  "
+      "hop medians (ms)")
 for machine, run in RUNS:
     d = json.loads((Path(run) / "summary.json").read_text())
     for method, r in d["results"]["MT"].items():
