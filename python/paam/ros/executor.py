@@ -315,12 +315,7 @@ class PicasExecutor(Executor):
         """
         report = self.apply_rt()
         if self._rt_priority is not None or self._rt_cpu is not None:
-            text = f"PicasExecutor real-time settings: {report}"
-            if log is not None:
-                log(text)
-            else:
-                import sys
-                print(text, file=sys.stderr)
+            _say(f"PicasExecutor real-time settings: {report}", log)
         self.spin()
 
     def shutdown(self, timeout_sec: Optional[float] = None) -> bool:
@@ -708,6 +703,15 @@ class PicasExecutor(Executor):
             if awaited.done():  # completed between the check and the hook
                 return True
         return False
+
+
+def _say(text: str, log: Optional[Callable[[str], None]]) -> None:
+    """One line to ``log``, or to stderr when it is None."""
+    if log is not None:
+        log(text)
+    else:
+        import sys
+        print(text, file=sys.stderr)
 
 
 def _started(task: Task) -> bool:

@@ -33,7 +33,6 @@ to ``cpus[i % len(cpus)]``; :meth:`spin_rt` applies them in each thread and repo
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from typing import Callable, Optional, Sequence
@@ -42,7 +41,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import TimeoutObject
 
-from paam.ros.executor import AcceleratorFuture, PicasExecutor, _started
+from paam.ros.executor import AcceleratorFuture, PicasExecutor, _say, _started
 from paam.ros.rt import MODES as RT_MODES
 from paam.ros.rt import RtReport, apply_rt
 
@@ -169,11 +168,8 @@ class MultiThreadedPicasExecutor(PicasExecutor):
             if rt:
                 reports[index] = report = self.apply_rt_thread(index)
                 if self._rt_priority is not None or self._rt_cpus is not None:
-                    text = f"MultiThreadedPicasExecutor thread {index} real-time settings: {report}"
-                    if log is not None:
-                        log(text)
-                    else:
-                        print(text, file=sys.stderr)
+                    _say(f"MultiThreadedPicasExecutor thread {index} real-time settings: "
+                         f"{report}", log)
             try:
                 while self._context.ok() and not self._is_shutdown and not finished():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
