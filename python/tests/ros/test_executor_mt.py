@@ -205,7 +205,12 @@ def test_spin_rt_pins_each_thread_to_its_cpu_and_reports_every_thread(ros_contex
     executor.set_executor_priority_cpus(None, cpus)
     logs: list[str] = []
     threading.Timer(1.0, executor.shutdown).start()
-    executor.spin_rt(log=logs.append)
+    # spun from a thread of its own: thread 0 is the caller, and pinning pytest's main thread
+    # would leave every later test (and the processes it starts) on one CPU
+    spinner = threading.Thread(target=executor.spin_rt, kwargs={"log": logs.append})
+    spinner.start()
+    spinner.join(20)
+    assert not spinner.is_alive()
     node.destroy_node()
     assert len(executor.rt_reports) == 3 and len(logs) == 3
     assert [r.requested_cpu for r in executor.rt_reports] == want
@@ -214,6 +219,7 @@ def test_spin_rt_pins_each_thread_to_its_cpu_and_reports_every_thread(ros_contex
     workers = {name: aff for name, aff in seen.items() if name.startswith("picas-mt-")}
     for name, aff in workers.items():
         assert aff == {want[int(name.rsplit("-", 1)[1])]}
+    assert os.sched_getaffinity(0) != {want[0]} or len(cpus) == 1  # the test's thread untouched
 
 
 def _reentrant():
