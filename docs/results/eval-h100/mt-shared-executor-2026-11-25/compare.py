@@ -1,8 +1,9 @@
 """MT at 2.5 ms with the shared MultiThreadedPicasExecutor (--mt-executor shared) against the four
-partitioned PicasExecutors (the default), 2026-11-25 (thirty-first session), code 1f21b20, on three
+partitioned PicasExecutors (the default), 2026-11-25 (thirty-first session), code 1f21b20, on four
 lent H100s: A (120 s per run; only the logs came back, in machine-a-logs/), B (d-g, 90 s: the
-three methods with the shared executor, and PAAM partitioned) and C (h-k, 90 s: PAAM shared and
-partitioned alternating). Prints each run's row (compare.txt): the hot path by the reference
+three methods with the shared executor, and PAAM partitioned), C (h-k, 90 s: PAAM shared and
+partitioned alternating), D (l, 450 s of PAAM shared on a noisy host; code 8ae7756, the same
+runtime). Prints each run's row (compare.txt): the hot path by the reference
 system's KPI (from the later lidar callback's start) and from the lidar timers' due time ("due"),
 how late the later lidar's callback started ("late"), and the median of each hop; draws
 compare.png (both KPIs).
@@ -15,7 +16,7 @@ import numpy as np
 
 RUNS = [("B", "d_paam_shared"), ("B", "e_picas_shared"), ("B", "f_ros2"),
         ("B", "g_paam_partitioned"), ("C", "h_paam_shared"), ("C", "i_paam_partitioned"),
-        ("C", "j_paam_shared"), ("C", "k_paam_partitioned")]
+        ("C", "j_paam_shared"), ("C", "k_paam_partitioned"), ("D", "l_paam_shared_450s")]
 HOPS = ("lidar->transformers", "->fusion", "->ray ground filter", "->cluster detector",
         "->estimator start", "estimator")
 
