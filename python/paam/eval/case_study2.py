@@ -455,8 +455,8 @@ class _Graph:
         # per thread: ns of CPU its callbacks spent in the number cruncher's burn so far (the
         # rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work)
         self.burned = threading.local()
-        self.hot_executor = (None if cfg["setup"] == "MT" and (
-            self.method == "ros2" or cfg["mt_executor"] == "shared") else _HOT_EXECUTOR)
+        self.hot_executor = (None if cfg["shared_mt"] or (
+            self.method == "ros2" and cfg["setup"] == "MT") else _HOT_EXECUTOR)
 
     def _callback(self, fn, executor: str, node: str, index: int = 0):
         """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
@@ -907,7 +907,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
         executors["MT"] = ex
         rt_notes["MT"] = (f"rclpy MultiThreadedExecutor(4 threads), SCHED_OTHER nice 0, CPUs "
                           f"{cpus}")
-    elif setup == "MT" and cfg["mt_executor"] == "shared":
+    elif cfg["shared_mt"]:
         from paam.ros import MultiThreadedPicasExecutor
         ex = MultiThreadedPicasExecutor(len(cfg["executors"]), context=ctx,
                                         awaiting_holds_priority=g.async_segments,
@@ -950,32 +950,23 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 common.pin_this_thread([cfg["cpus"][ex_name]] if setup == "4ST" else cpus)
                 if setup == "4ST":
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
-            elif ex_name == "MT":  # one thread of the shared PicasExecutor: 4ST's E<i> core
-                thread = cfg["mt_thread"][threading.current_thread().name]
-                rt_notes[f"MT thread {thread}"] = _set_priority(
-                    cfg, max(cfg["priorities"].values()), cfg["cpus"][thread])
+            elif cfg["shared_mt"]:  # a shared PicasExecutor thread: E<i>'s core, E0's priority
+                rt_notes[f"MT thread {ex_name}"] = _set_priority(
+                    cfg, max(cfg["priorities"].values()), cfg["cpus"][ex_name])
             else:
                 rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
                                                   cfg["cpus"][ex_name])
             while time.monotonic_ns() < end:
                 ex.spin_once(timeout_sec=0.05)
 
-        if setup == "MT" and method != "ros2" and cfg["mt_executor"] == "shared":
-            # the shared PicasExecutor's threads, one per 4ST executor's core, at E0's priority
-            threads = [threading.Thread(target=spin, args=("MT", executors["MT"]),
-                                        name=f"picas-mt-{n}", daemon=True)
-                       for n in cfg["executors"]]
-            cfg["mt_thread"] = {t.name: n for t, n in zip(threads, cfg["executors"])}
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        elif len(executors) == 1:
-            (name, ex), = executors.items()
-            spin(name, ex)
+        # (the shared MT PicasExecutor: one thread per 4ST executor's core)
+        spinning = ([(n, executors["MT"]) for n in cfg["executors"]] if cfg["shared_mt"]
+                    else list(executors.items()))
+        if len(spinning) == 1:
+            spin(*spinning[0])
         else:  # MT with PicasExecutors: one thread each
             threads = [threading.Thread(target=spin, args=(n, e), name=f"picas-{n}", daemon=True)
-                       for n, e in executors.items()]
+                       for n, e in spinning]
             for t in threads:
                 t.start()
             for t in threads:
@@ -1032,7 +1023,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "segments": args.segments, "cpu_probe": args.cpu_probe,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
-            "mt_executor": args.mt_executor,
+            "shared_mt": setup == "MT" and method != "ros2" and args.mt_executor == "shared",
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])

@@ -244,8 +244,7 @@ class MultiThreadedPicasExecutor(PicasExecutor):
             handler, entity, _node = self.wait_for_ready_callbacks(timeout_sec, None, condition)
         except (ShutdownException, TimeoutException, ConditionReachedException):
             return None
-        return (handler, entity), self.callback_priority(entity) if entity is not None \
-            else self.default_priority
+        return (handler, entity), self.callback_priority(entity)  # (None: default_priority)
 
     def _candidates(self, pending, floor):
         """The single-threaded executor's candidates, less handlers whose mutually exclusive
