@@ -656,15 +656,19 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
 def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
     """--mt-executor shared: PiCAS's and PAAM's MT is one MultiThreadedPicasExecutor whose four
     threads, each pinned to a 4ST executor's core at E0's priority, share every callback; the
-    hot path completes and the summary says so."""
+    hot path completes and the summary says so. With --mt-hot-threads 1 the thread on E0's core
+    runs the hot path only (the other callbacks still run: the behavior planner's period)."""
     data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "picas,paam",
-                      "--mt-executor", "shared")
-    assert data["params"]["mt_executor"] == "shared"
-    assert "one MultiThreadedPicasExecutor" in (tmp_path / "summary.txt").read_text()
+                      "--mt-executor", "shared", "--mt-hot-threads", "1")
+    assert data["params"]["mt_executor"] == "shared" and data["params"]["mt_hot_threads"] == 1
+    text = (tmp_path / "summary.txt").read_text()
+    assert "one MultiThreadedPicasExecutor" in text and "first 1 thread(s)" in text
     for method in ("PiCAS", "PAAM"):
         s = _cs2_hot_path_ran(data, "MT", method)
         rt = s["rt"]
         assert [r.split(":")[0] for r in rt] == [f"MT thread E{i}" for i in range(4)], rt
+        assert ["hot path only" in r for r in rt] == [True, False, False, False], rt
+        assert s["bp_period_ms"]["n"] >= 0.5 * data["params"]["duration"] / 0.1, method
         # no executor of its own for the hot path: E0's per-callback record stays empty
         assert not s.get("hot_executor_from_due"), method
 
@@ -1298,6 +1302,17 @@ def test_case_study_2_replot_draws_runs_together_from_plain_and_xz_csv(tmp_path)
     with pytest.raises(SystemExit, match="differ"):
         main(["eval", "case-study-2", "--replot", "--inputs",
               f"{tmp_path / 'a'},{tmp_path / 'b'}", "--out", str(out)])
+
+
+def test_case_study_2_refuses_hot_threads_without_the_shared_executor_or_too_many(tmp_path):
+    from paam.cli import main
+    for extra, msg in ((["--mt-hot-threads", "1"], "needs --mt-executor shared"),
+                       (["--mt-executor", "shared", "--mt-hot-threads", "4"], "0 to 3"),
+                       (["--mt-executor", "shared", "--mt-hot-threads", "-1"], "0 to 3")):
+        with pytest.raises(SystemExit, match=msg):
+            main(["eval", "case-study-2", "--quick", "--setups", "MT", *extra,
+                  "--out", str(tmp_path)])
+    assert not any(tmp_path.iterdir()), "nothing may be written before the arguments are checked"
 
 
 def test_methods_parse_to_names_in_the_given_order_and_a_bad_key_exits():

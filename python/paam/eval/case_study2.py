@@ -44,7 +44,9 @@ the thirty-first session, 2026-11-25) runs one process with four threads, each s
 own PicasExecutor over one quarter of the nodes (the 4ST partition) pinned to its core;
 ``shared`` runs the paper's one multi-threaded executor, ``paam.ros.MultiThreadedPicasExecutor``
 with four threads pinned one per core, every thread free to run any callback (the
-highest-priority ready one). ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes. All
+highest-priority ready one; with ``--mt-hot-threads K`` the first K of them, E0's core first,
+run only the hot path's callbacks, a priority floor, so that a hot callback finds a thread not
+held by lower work). ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes. All
 are one process, so their Python work shares one GIL (rclpy's, not the reference system's
 C++). The summary says which executor each run used.
 
@@ -909,6 +911,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                           f"{cpus}")
     elif cfg["shared_mt"]:
         from paam.ros import MultiThreadedPicasExecutor
+        # (the hot-path threads' floors: each thread sets its own below, see spin())
         ex = MultiThreadedPicasExecutor(len(cfg["executors"]), context=ctx,
                                         awaiting_holds_priority=g.async_segments,
                                         lean_wait=cfg["executor_wait"] == "own")
@@ -951,8 +954,12 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                 if setup == "4ST":
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
             elif cfg["shared_mt"]:  # a shared PicasExecutor thread: E<i>'s core, E0's priority
+                hot_only = list(cfg["executors"]).index(ex_name) < cfg["mt_hot_threads"]
+                if hot_only:
+                    ex.set_thread_floor(HOT_PRIORITY)
                 rt_notes[f"MT thread {ex_name}"] = _set_priority(
-                    cfg, max(cfg["priorities"].values()), cfg["cpus"][ex_name])
+                    cfg, max(cfg["priorities"].values()), cfg["cpus"][ex_name]) + (
+                    f", hot path only (priority floor {HOT_PRIORITY})" if hot_only else "")
             else:
                 rt_notes[ex_name] = _set_priority(cfg, cfg["priorities"][ex_name],
                                                   cfg["cpus"][ex_name])
@@ -1024,6 +1031,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
             "shared_mt": setup == "MT" and method != "ros2" and args.mt_executor == "shared",
+            "mt_hot_threads": args.mt_hot_threads,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1335,6 +1343,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "whose four threads (one per core, all at E0's priority) share every "
                         "callback (shared). ROS 2's MT is rclpy's MultiThreadedExecutor either "
                         "way")
+    p.add_argument("--mt-hot-threads", type=int, default=0, metavar="K",
+                   help="with --mt-executor shared: the first K threads (E0's core first) run "
+                        "only the hot path's callbacks (a priority floor per thread), the "
+                        f"others any callback; 0 to {len(EXECUTORS) - 1} (default 0: every "
+                        "thread runs any callback)")
     p.add_argument("--dds-cpus", default="executor", choices=["executor", "spare"],
                    help="where each executor process's other threads run (Fast DDS's receive "
                         "and event threads): on the process's executor cores (default, as "
@@ -1449,6 +1462,13 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--setups: choose from 4ST, MT")
     if args.scale <= 0 or args.duration <= 0 or args.gpu_ms < 0 or args.tpu_ms < 0:
         raise SystemExit("--scale and --duration must be positive, segments not negative")
+    args.mt_hot_threads = getattr(args, "mt_hot_threads", 0)
+    if not 0 <= args.mt_hot_threads < len(EXECUTORS):
+        raise SystemExit(f"--mt-hot-threads: 0 to {len(EXECUTORS) - 1} (one thread at least "
+                         f"must run any callback), not {args.mt_hot_threads}")
+    if args.mt_hot_threads and getattr(args, "mt_executor", "partitioned") != "shared":
+        raise SystemExit("--mt-hot-threads needs --mt-executor shared (the partitioned MT's "
+                         "threads each run their own executor's nodes)")
     args.gpu_ms_eff = args.gpu_ms * args.scale
     args.tpu_ms_eff = args.tpu_ms * args.scale
     pl = placement_for(args.backend)
@@ -1809,7 +1829,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; the PicasExecutor waits through rclpy (--executor-wait rclpy)"
                 if getattr(args, "executor_wait", "own") == "rclpy" else "")
              + ("; MT's PiCAS and PAAM: one MultiThreadedPicasExecutor (--mt-executor shared)"
-                if getattr(args, "mt_executor", "partitioned") == "shared" else ""),
+                if getattr(args, "mt_executor", "partitioned") == "shared" else "")
+             + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
+                "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else ""),
              common.machine_line(meta),
              "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

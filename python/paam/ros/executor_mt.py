@@ -26,6 +26,13 @@ can; with several threads picking, the hand-over is kept simple). With
 ``awaiting_holds_priority`` a suspended callback keeps lower-priority callbacks from starting on
 every thread.
 
+Priority floors (``priority_floors``, :meth:`set_thread_floor`): a thread with a floor runs only
+callbacks at or above it, so it is free when such a callback becomes ready unless another one
+of them holds it; lower callbacks wait for the threads without a floor. This takes back the
+blocking above for the callbacks it covers, at the cost of fewer threads for the rest. A thread
+with a floor waits for work only while no thread without a lower floor (or with none) is free
+to wait: one that becomes free wakes it and takes over the wait.
+
 Real-time settings: :meth:`set_executor_priority_cpus` gives every thread the same priority
 (SCHED_FIFO where permitted, else the nice fallback of :mod:`paam.ros.rt`) and pins thread ``i``
 to ``cpus[i % len(cpus)]``; :meth:`spin_rt` applies them in each thread and reports them.
@@ -62,6 +69,11 @@ class MultiThreadedPicasExecutor(PicasExecutor):
 
     :param num_threads: threads that :meth:`spin` runs (default: the CPUs this process may run
         on, as ``os.sched_getaffinity`` says; at least 1).
+    :param priority_floors: per thread of :meth:`spin` (``num_threads`` entries), the lowest
+        callback priority it runs, or None for any; at least one entry must be None, else the
+        callbacks below every floor would never run. Default: no floors. Threads that call
+        :meth:`spin_once` themselves set theirs with :meth:`set_thread_floor`. Floors need
+        ``callback_priority``.
     The other parameters are :class:`paam.ros.PicasExecutor`'s.
 
     :meth:`spin` and :meth:`spin_rt` run the threads (the calling one is the first) until the
@@ -80,7 +92,8 @@ class MultiThreadedPicasExecutor(PicasExecutor):
 
     def __init__(self, num_threads: Optional[int] = None, *, context=None,
                  default_priority: int = 0, callback_priority: bool = True,
-                 awaiting_holds_priority: bool = False, lean_wait: bool = True) -> None:
+                 awaiting_holds_priority: bool = False, lean_wait: bool = True,
+                 priority_floors: Optional[Sequence[Optional[int]]] = None) -> None:
         super().__init__(context=context, default_priority=default_priority,
                          callback_priority=callback_priority,
                          awaiting_holds_priority=awaiting_holds_priority, lean_wait=lean_wait)
@@ -90,8 +103,25 @@ class MultiThreadedPicasExecutor(PicasExecutor):
         if int(num_threads) < 1:
             raise ValueError(f"num_threads must be at least 1, not {num_threads}")
         self._num_threads = int(num_threads)
-        # One thread at a time waits for work and picks; the pick is then marked taken.
-        self._pick_lock = threading.Lock()
+        self._floors: list[Optional[int]] = [None] * self._num_threads
+        if priority_floors is not None:
+            floors = [None if f is None else int(f) for f in priority_floors]
+            if len(floors) != self._num_threads:
+                raise ValueError(f"priority_floors: {len(floors)} entries for "
+                                 f"{self._num_threads} threads")
+            if None not in floors:
+                raise ValueError("priority_floors: at least one thread must have no floor (None)"
+                                 ", else the callbacks below every floor never run")
+            if not callback_priority and any(f is not None for f in floors):
+                raise ValueError("priority_floors need callback_priority=True")
+            self._floors = floors
+        self._local = threading.local()  # .floor: the calling thread's priority floor
+        # One thread at a time leads: it waits for work and picks; the pick is then marked
+        # taken. Among the threads queued to lead, one with the lowest floor (None lowest) goes
+        # first; _lead guards _leader_key and _queued (thread ident -> its floor's key).
+        self._lead = threading.Condition(threading.Lock())
+        self._leader_key: Optional[float] = None
+        self._queued: dict[int, float] = {}
         self._taken: set = set()
         # mutually exclusive group -> the task picked for it whose handler has not begun yet
         self._claims: dict = {}
@@ -101,6 +131,19 @@ class MultiThreadedPicasExecutor(PicasExecutor):
     @property
     def num_threads(self) -> int:
         return self._num_threads
+
+    @property
+    def priority_floors(self) -> list[Optional[int]]:
+        """The floors of :meth:`spin`'s threads (see the constructor)."""
+        return list(self._floors)
+
+    def set_thread_floor(self, floor: Optional[int]) -> None:
+        """From now on the calling thread runs only callbacks of priority ``floor`` or above
+        (None: any), in :meth:`spin_once`; for threads that spin this executor themselves. Some
+        thread without a floor must spin too, or the callbacks below every floor never run."""
+        if floor is not None and not self._priority_enabled:
+            raise ValueError("a priority floor needs callback_priority=True")
+        self._local.floor = None if floor is None else int(floor)
 
     # -- real-time settings --------------------------------------------------------------------
 
@@ -165,6 +208,7 @@ class MultiThreadedPicasExecutor(PicasExecutor):
                     or (deadline is not None and time.monotonic() >= deadline))
 
         def worker(index: int) -> None:
+            self._local.floor = self._floors[index]
             if rt:
                 reports[index] = report = self.apply_rt_thread(index)
                 if self._rt_priority is not None or self._rt_cpus is not None:
@@ -207,14 +251,18 @@ class MultiThreadedPicasExecutor(PicasExecutor):
 
     def _spin_once_impl(self, timeout_sec, condition: Callable[[], bool] = lambda: False) -> None:
         limit = _seconds(timeout_sec)
-        if not self._pick_lock.acquire(timeout=-1 if limit is None else limit):
-            return  # another thread waited for work all that time
+        floor = getattr(self._local, "floor", None)
+        key = float("-inf") if floor is None else float(floor)
+        if not self._acquire_lead(key, limit):
+            return  # other threads waited for work all that time
         try:
             if not self._priority_enabled:
                 # rclpy's order (its MultiThreadedExecutor's): the wait under the lock
                 pick = self._pick_stock(timeout_sec, condition)
-            else:
+            elif floor is None:
                 pick = self._pick(timeout_sec, condition)
+            else:  # the wait ends when a thread of a lower floor (or none) queues to lead
+                pick = self._pick(timeout_sec, lambda: condition() or self._outranked(key))
             if pick is None:
                 return
             task, entity = pick[0]
@@ -225,7 +273,7 @@ class MultiThreadedPicasExecutor(PicasExecutor):
                 if isinstance(group, MutuallyExclusiveCallbackGroup):
                     self._claims[group] = task
         finally:
-            self._pick_lock.release()
+            self._release_lead()
         try:
             self._run_pick(*pick)
         finally:
@@ -236,6 +284,42 @@ class MultiThreadedPicasExecutor(PicasExecutor):
                 # A coroutine suspended at an await: a wake-up for its future may have come
                 # while it was still marked taken, so the waiting thread looks again.
                 self._wake_waiter()
+
+    def _acquire_lead(self, key: float, limit: Optional[float]) -> bool:
+        """Queue to lead (wait for work and pick) with the floor key ``key``; True once this
+        thread leads, False after ``limit`` seconds (None: no limit). A leader with a higher
+        floor is woken so that it gives the lead up."""
+        me = threading.get_ident()
+        with self._lead:
+            self._queued[me] = key
+            try:
+                if self._leader_key is not None and key < self._leader_key:
+                    self._wake_waiter()
+                if not self._lead.wait_for(
+                        lambda: self._leader_key is None and key <= min(self._queued.values()),
+                        timeout=limit):
+                    return False
+                self._leader_key = key
+                return True
+            finally:
+                del self._queued[me]
+
+    def _release_lead(self) -> None:
+        with self._lead:
+            self._leader_key = None
+            self._lead.notify_all()
+
+    def _outranked(self, key: float) -> bool:
+        """Whether a thread with a lower floor than ``key`` (or none) queues to lead."""
+        return any(k < key for k in list(self._queued.values()))
+
+    def _held_priority(self, pending) -> Optional[int]:
+        """The awaiting callbacks' held priority, raised to the calling thread's floor."""
+        held = super()._held_priority(pending)
+        floor = getattr(self._local, "floor", None)
+        if floor is None:
+            return held
+        return floor if held is None else max(held, floor)
 
     def _pick_stock(self, timeout_sec, condition):
         from rclpy.executors import (ConditionReachedException, ShutdownException,

@@ -277,3 +277,115 @@ def test_bad_thread_counts_and_cpu_lists_are_refused(ros_context):
     with pytest.raises(ValueError, match="mode"):
         executor.set_executor_priority_cpus(10, [0], mode="fast")
     executor.shutdown()
+
+
+def _blocked_pair_and_urgent(ros_context, mode: str):
+    """Two low callbacks (priority 0, two groups) that each hold their thread until the urgent
+    one (priority 10, ready 0.15 s in) has run, or 1.5 s; two threads. Returns the low spans,
+    the urgent one's (start, thread) and the time it became ready."""
+    lows = [_node(ros_context, f"low{i}") for i in range(2)]
+    unode = _node(ros_context, "urgent")
+    release = threading.Event()
+    spans: list = []
+    urgent: list = []
+
+    def low_cb(i):
+        def cb():
+            timers[i].cancel()
+            start = time.monotonic()
+            release.wait(1.5)
+            spans.append((start, time.monotonic(), threading.current_thread().name))
+        return cb
+    timers = [n.create_timer(0.01, low_cb(i)) for i, n in enumerate(lows)]
+
+    def urgent_cb():
+        urgent.append((time.monotonic(), threading.current_thread().name))
+        release.set()
+    guard = unode.create_guard_condition(urgent_cb)
+    executor = _executor(ros_context, 2,
+                         priority_floors=[None, 10] if mode == "floors" else None)
+    for n in (*lows, unode):
+        executor.add_node(n)
+    executor.set_callback_priority(guard, 10)
+    ready_at: list = []
+
+    def trigger_later():
+        time.sleep(0.15)
+        ready_at.append(time.monotonic())
+        guard.trigger()
+    threading.Thread(target=trigger_later, daemon=True).start()
+    end = time.monotonic() + 3.0
+    if mode == "set_thread_floor":  # two threads of the caller's, as case study 2 spins them
+        def spin(floor):
+            executor.set_thread_floor(floor)
+            while time.monotonic() < end and len(spans) < 2:
+                executor.spin_once(timeout_sec=0.05)
+        threads = [threading.Thread(target=spin, args=(f,), name=f"own-{i}")
+                   for i, f in enumerate((None, 10))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        done = threading.Event()
+        threading.Thread(target=lambda: (_wait_len(spans, 2, 3.0), done.set()),
+                         daemon=True).start()
+        _spin_until(executor, done)
+    executor.shutdown()
+    for n in (*lows, unode):
+        n.destroy_node()
+    return spans, urgent, ready_at[0]
+
+
+@pytest.mark.parametrize("mode", ["none", "floors", "set_thread_floor"])
+def test_a_thread_with_a_priority_floor_stays_free_for_the_callbacks_it_covers(ros_context,
+                                                                                mode):
+    """Without floors both threads hold low callbacks and the urgent one waits for the first to
+    end (1.5 s); with thread 1's floor at its priority it runs at once there, and no low
+    callback ever runs on that thread."""
+    spans, urgent, ready_at = _blocked_pair_and_urgent(ros_context, mode)
+    assert len(spans) == 2 and len(urgent) == 1, (spans, urgent)
+    start, thread = urgent[0]
+    floor_thread = {"floors": "picas-mt-1", "set_thread_floor": "own-1"}.get(mode)
+    if mode == "none":
+        assert start - ready_at > 1.0, "both threads were held: the urgent callback must wait"
+        return
+    assert start - ready_at < 0.5, f"the urgent callback waited {start - ready_at:.3f} s"
+    assert thread == floor_thread
+    assert all(th != floor_thread for _s, _e, th in spans), spans
+    # the two low callbacks ran one after the other, on the thread without a floor
+    (s0, e0, _), (s1, e1, _) = sorted(spans)
+    assert s1 >= e0 - 1e-3
+
+
+def test_low_callbacks_keep_running_while_a_thread_with_a_floor_waits_for_work(ros_context):
+    """The thread with a floor must give the wait up whenever the other thread is free: a low
+    timer every 20 ms keeps firing (it would stall behind a floor thread's endless wait)."""
+    node = _node(ros_context, "steady")
+    runs: list = []
+    node.create_timer(0.02, lambda: runs.append(threading.current_thread().name))
+    executor = _executor(ros_context, 2, priority_floors=[None, 10])
+    executor.add_node(node)
+    done = threading.Event()
+    threading.Thread(target=lambda: (time.sleep(0.8), done.set()), daemon=True).start()
+    _spin_until(executor, done)  # (no timeout inside: each wait may last for ever)
+    executor.shutdown()
+    node.destroy_node()
+    assert len(runs) >= 20, len(runs)
+    assert "picas-mt-1" not in runs
+
+
+def test_bad_priority_floors_are_refused(ros_context):
+    with pytest.raises(ValueError, match="entries"):
+        _executor(ros_context, 2, priority_floors=[None])
+    with pytest.raises(ValueError, match="no floor"):
+        _executor(ros_context, 2, priority_floors=[5, 5])
+    with pytest.raises(ValueError, match="callback_priority"):
+        _executor(ros_context, 2, priority_floors=[None, 5], callback_priority=False)
+    executor = _executor(ros_context, 2, callback_priority=False)
+    with pytest.raises(ValueError, match="callback_priority"):
+        executor.set_thread_floor(3)
+    executor.shutdown()
+    executor = _executor(ros_context, 3, priority_floors=[None, 5, 7])
+    assert executor.priority_floors == [None, 5, 7]
+    executor.shutdown()
