@@ -657,12 +657,14 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
     """--mt-executor shared: PiCAS's and PAAM's MT is one MultiThreadedPicasExecutor whose four
     threads, each pinned to a 4ST executor's core at E0's priority, share every callback; the
     hot path completes and the summary says so. With --mt-hot-threads 1 the thread on E0's core
-    runs the hot path only (the other callbacks still run: the behavior planner's period)."""
+    runs the hot path only (the other callbacks still run: the behavior planner's period); with
+    --hot-lanes 2 the GPU paamd's top bucket has two lanes."""
     data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "picas,paam",
-                      "--mt-executor", "shared", "--mt-hot-threads", "1")
+                      "--mt-executor", "shared", "--mt-hot-threads", "1", "--hot-lanes", "2")
     assert data["params"]["mt_executor"] == "shared" and data["params"]["mt_hot_threads"] == 1
     text = (tmp_path / "summary.txt").read_text()
     assert "one MultiThreadedPicasExecutor" in text and "first 1 thread(s)" in text
+    assert "runs 2 kernels at once" in text and data["params"]["hot_lanes"] == 2
     for method in ("PiCAS", "PAAM"):
         s = _cs2_hot_path_ran(data, "MT", method)
         rt = s["rt"]
@@ -1304,11 +1306,12 @@ def test_case_study_2_replot_draws_runs_together_from_plain_and_xz_csv(tmp_path)
               f"{tmp_path / 'a'},{tmp_path / 'b'}", "--out", str(out)])
 
 
-def test_case_study_2_refuses_hot_threads_without_the_shared_executor_or_too_many(tmp_path):
+def test_case_study_2_refuses_hot_threads_without_the_shared_executor_and_bad_counts(tmp_path):
     from paam.cli import main
     for extra, msg in ((["--mt-hot-threads", "1"], "needs --mt-executor shared"),
                        (["--mt-executor", "shared", "--mt-hot-threads", "4"], "0 to 3"),
-                       (["--mt-executor", "shared", "--mt-hot-threads", "-1"], "0 to 3")):
+                       (["--mt-executor", "shared", "--mt-hot-threads", "-1"], "0 to 3"),
+                       (["--hot-lanes", "0"], "1 to 8")):
         with pytest.raises(SystemExit, match=msg):
             main(["eval", "case-study-2", "--quick", "--setups", "MT", *extra,
                   "--out", str(tmp_path)])

@@ -2,8 +2,8 @@
 //
 // A backend owns one accelerator set (the CPU "device", or one CUDA context over one or more
 // GPUs). It reports how many hardware priority levels it has (buckets map onto them, level 0 =
-// highest), how many kernels a level may run at once (the lowest level may run several
-// best-effort kernels concurrently), and runs a kernel on a given level.
+// highest), how many kernels a level may run at once (its lanes: the lowest level may run several
+// best-effort kernels concurrently, and BackendOptions::lanes gives any level several), and runs a kernel on a given level.
 //
 // Thread safety: Levels()/Lanes()/name() are constant after construction. PrepareWorker() is
 // called once from each worker thread before it serves. Run() is called concurrently from the
@@ -11,6 +11,7 @@
 // the registration and monitor threads, never concurrently with a Run() on the same region.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/registry.h"
 #include "paam/status.h"
@@ -108,6 +110,13 @@ struct BackendOptions {
   // Concurrency of the lowest level when there are several (with one level every request runs
   // alone, in priority order); 0: the backend's default (cuda 4, cpu 1).
   int best_effort_lanes = 0;
+  // Concurrency per level, from the most urgent (level 0): an entry above 0 sets that level's
+  // lanes (each its own worker and stream at the level's hardware priority, all serving the
+  // level's one queue in priority order); levels without one keep the rule above. For a chain
+  // whose branches submit side by side (a DAG flattened to one chain priority), so that its
+  // requests need not wait for each other. The analysis still assumes one kernel at a time per
+  // level: its bound holds where concurrent kernels do not slow each other down.
+  std::vector<int> lanes;
   int device_cpu = -1;         // CPU backend: core that plays the device (-1: last core, -2: none)
   bool realtime = false;       // CPU backend: SCHED_FIFO per level (falls back to nice)
   // CPU backend with `realtime`: how many of the lowest levels stay SCHED_OTHER on the nice
@@ -120,6 +129,14 @@ struct BackendOptions {
   std::string cuda_wait;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
+
+// Lanes of `level` of `levels`: options.lanes[level] where given and above 0, else
+// `best_effort` (at least 1) for the lowest of several levels and 1 for the others.
+inline int LanesOf(const BackendOptions& options, int levels, int level, int best_effort) {
+  const auto l = static_cast<size_t>(level);
+  if (level >= 0 && l < options.lanes.size() && options.lanes[l] > 0) return options.lanes[l];
+  return levels > 1 && level == levels - 1 ? std::max(1, best_effort) : 1;
+}
 
 // How a CUDA worker waits for its stream work, from "spin" (the stream writes a word into pinned
 // host memory and the worker spins on it: the fastest, a busy core per running request), "poll"

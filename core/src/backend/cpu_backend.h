@@ -9,7 +9,8 @@
 // (best-effort) one stays on the nice ladder even with `realtime`, so best-effort load cannot run
 // the core's real-time budget dry; BackendOptions::fair_levels keeps more of the lowest levels
 // there (those whose chains are all best-effort). The lowest level may have several lanes
-// (best-effort concurrency).
+// (best-effort concurrency), and BackendOptions::lanes gives any level several: its workers
+// then share the device core at that level's priority.
 // OS priorities are not the whole story: Linux's fair server (6.12+) runs that nice-19 worker
 // for up to 50 ms a second ahead of the SCHED_FIFO ones. So a long kernel (`spin`) also stops at
 // preemption points (kernels/preemption.h) while a more urgent level runs a kernel or has
@@ -24,6 +25,7 @@
 #include <atomic>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -35,7 +37,7 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   int Levels() const override { return levels_; }
-  int Lanes(int level) const override { return levels_ > 1 && level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int Lanes(int level) const override { return lanes_[static_cast<size_t>(level)]; }
   int ReservedCpu() const override { return device_cpu_; }
   // The lowest levels that stay on the nice ladder under `realtime` (BackendOptions::fair_levels
   // resolved and clamped to 0..Levels()).
@@ -52,7 +54,7 @@ class CpuBackend final : public Backend {
 
  private:
   const int levels_;
-  const int best_effort_lanes_;
+  const std::vector<int> lanes_;  // per level (LanesOf)
   const int device_cpu_;  // -1: do not pin
   const bool realtime_;
   const int fair_levels_;

@@ -29,6 +29,9 @@ Serves accelerator requests from local clients by chain priority.
   --buckets N            buckets = hardware priority levels to use (default: 1)
   --be-lanes N           concurrent kernels in the lowest bucket when there are several buckets
                          (default: 4 on cuda, as the paper's best-effort streams; 1 on cpu)
+  --lanes LIST           concurrent kernels per bucket from the most urgent, e.g. 2 (bucket 0
+                         runs two at a time: a chain whose branches submit side by side);
+                         buckets not listed keep the rule above (1, the lowest --be-lanes)
   --device-cpu N         cpu backend: core that plays the device (default: last core; -2: none)
   --cuda-devices LIST    cuda backend: GPUs to serve, e.g. 0,1 (default: all)
   --cuda-wait MODE       cuda backend: how a worker waits for its GPU work (default:
@@ -90,23 +93,29 @@ double ParseDouble(const char* flag, const char* v) {
   return x;
 }
 
-// "4,5,6,7" -> {4, 5, 6, 7}; exits with the usage on an empty item, a negative or a non-number.
-std::vector<int> ParseCpuList(const char* flag, const char* v) {
-  std::vector<int> cpus;
+// "4,5,6,7" -> {4, 5, 6, 7}: numbers in [lo, hi] (`what`, e.g. "CPU numbers") separated by
+// commas; exits with the usage on an empty item, a number out of range or a non-number.
+std::vector<int> ParseNumberList(const char* flag, const char* v, long lo, long hi, const char* what,
+                                 const char* example) {
+  std::vector<int> out;
   std::string_view rest = v;
   while (true) {
     const size_t comma = rest.find(',');
     const std::string item(rest.substr(0, comma));
     const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
-    const long cpu = digits ? std::stol(item) : -1;
-    if (cpu < 0 || cpu >= CPU_SETSIZE) {
-      Usage(std::string(flag) + " needs CPU numbers (0.." + std::to_string(CPU_SETSIZE - 1) +
-            ") separated by commas, e.g. 4,5,6,7; got '" + v + "'");
+    const long x = digits ? std::stol(item) : -1;
+    if (x < lo || x > hi) {
+      Usage(std::string(flag) + " needs " + what + " (" + std::to_string(lo) + ".." + std::to_string(hi) +
+            ") separated by commas, e.g. " + example + "; got '" + v + "'");
     }
-    cpus.push_back(static_cast<int>(cpu));
-    if (comma == std::string_view::npos) return cpus;
+    out.push_back(static_cast<int>(x));
+    if (comma == std::string_view::npos) return out;
     rest.remove_prefix(comma + 1);
   }
+}
+
+std::vector<int> ParseCpuList(const char* flag, const char* v) {
+  return ParseNumberList(flag, v, 0, CPU_SETSIZE - 1, "CPU numbers", "4,5,6,7");
 }
 
 }  // namespace
@@ -134,6 +143,8 @@ int main(int argc, char** argv) {
     } else if (a == "--be-lanes") {
       o.backend.best_effort_lanes = static_cast<int>(ParseInt("--be-lanes", value()));
       if (o.backend.best_effort_lanes < 1) Usage("--be-lanes must be at least 1");
+    } else if (a == "--lanes") {
+      o.backend.lanes = ParseNumberList("--lanes", value(), 1, 64, "lane counts", "2,1,1");
     } else if (a == "--device-cpu") {
       o.backend.device_cpu = static_cast<int>(ParseInt("--device-cpu", value()));
     } else if (a == "--cuda-devices") {
@@ -224,9 +235,13 @@ int main(int argc, char** argv) {
   // Which thread went to which CPU is in the note logged above ("threads pinned to CPUs: ...").
   std::string pinned;
   for (int cpu : o.thread_cpus) pinned += (pinned.empty() ? ", threads pinned to CPUs " : ",") + std::to_string(cpu);
-  paam::Log("serving on %s: backend %s, %d bucket(s), admission %s, poll %s%s (pid %d)",
+  std::string lanes;
+  for (size_t i = 0; i < o.backend.lanes.size() && i < static_cast<size_t>((*server)->buckets()); ++i) {
+    lanes += (lanes.empty() ? ", lanes of buckets 0.. " : ",") + std::to_string(o.backend.lanes[i]);
+  }
+  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            o.admission.c_str(), poll.c_str(), pinned.c_str(), static_cast<int>(getpid()));
+            lanes.c_str(), o.admission.c_str(), poll.c_str(), pinned.c_str(), static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

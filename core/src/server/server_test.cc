@@ -179,6 +179,47 @@ TEST(Server, HigherBucketRunsWhileLowerBucketIsBusy) {
   ASSERT_TRUE(lo->Wait(0, nullptr).ok());
 }
 
+// Two 200 ms kernels of one bucket: one after the other with its one lane (the paper's rule),
+// side by side with --lanes 2 (the workers unpinned here, so on two cores).
+class BucketLanes : public ::testing::TestWithParam<int> {};
+
+TEST_P(BucketLanes, ABucketWithTwoLanesRunsTwoOfItsKernelsAtOnce) {
+  const int lanes = GetParam();
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = 2;
+  o.backend.lanes = {lanes};
+  o.backend.device_cpu = -2;
+  auto started = Server::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  auto server = std::move(started.value());
+  auto a = Connect(*server, 10, {{"spin", 0, 8}});
+  auto b = Connect(*server, 10, {{"spin", 0, 8}});
+  auto low = Connect(*server, 1, {{"spin", 0, 8}});
+  ASSERT_TRUE(a && b && low);
+  uint64_t params[4] = {200'000'000, 0, 0, 0};
+  const uint64_t t0 = NowNs();
+  ASSERT_TRUE(a->Submit(0, 0, params).ok());
+  ASSERT_TRUE(b->Submit(0, 0, params).ok());
+  ASSERT_TRUE(a->Wait(0, nullptr).ok());
+  ASSERT_TRUE(b->Wait(0, nullptr).ok());
+  const uint64_t both = NowNs() - t0;
+  const RequestTimestamps ta = a->Timestamps(0), tb = b->Timestamps(0);
+  const bool overlapped = std::max(ta.device_start, tb.device_start) < std::min(ta.device_end, tb.device_end);
+  if (lanes == 2) {
+    EXPECT_TRUE(overlapped) << "two lanes: the kernels must run side by side";
+    EXPECT_LT(both, 390'000'000u);
+  } else {
+    EXPECT_FALSE(overlapped) << "one lane: one kernel at a time";
+    EXPECT_GE(both, 400'000'000u);
+  }
+  // the other bucket keeps its own lane
+  ASSERT_TRUE(low->Call(0, 0, params, nullptr).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(OneOrTwo, BucketLanes, ::testing::Values(1, 2),
+                         [](const auto& info) { return "lanes" + std::to_string(info.param); });
+
 // Finds a thread of this process by its name (/proc/self/task/*/comm); 0 if none.
 pid_t ThreadNamed(const std::string& name) {
   for (int attempt = 0; attempt < 100; ++attempt) {

@@ -60,7 +60,9 @@ paamd (suspend on a futex by default; direct CUDA invocation spins on a completi
 pinned one per core, ``--dispatcher-priority`` its dispatcher's SCHED_FIFO priority (default:
 one above E0's), ``--request-priority`` what paamd ranks a GPU request by (its chain's priority,
 the paper's rule and the default, or its executor's most critical chain priority: measured
-worse on the H100, docs/evaluation-log.md), ``--segments async`` that PAAM's callbacks await their
+worse on the H100, docs/evaluation-log.md), ``--hot-lanes N`` that the GPU paamd's most urgent
+bucket (the hot path's) runs N kernels at once (paamd's ``--lanes``; default 1, the paper's one
+kernel at a time per bucket), ``--segments async`` that PAAM's callbacks await their
 requests (the paper's asynchronous request: the executor runs work of the awaiting callback's
 priority or above meanwhile; default sync, the callback holding its executor). Counts every
 subscription's missing samples (``drops_by_subscription``) and times PAAM's GPU requests per
@@ -1343,6 +1345,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "whose four threads (one per core, all at E0's priority) share every "
                         "callback (shared). ROS 2's MT is rclpy's MultiThreadedExecutor either "
                         "way")
+    p.add_argument("--hot-lanes", type=int, default=1, metavar="N",
+                   help="PAAM: kernels the GPU paamd's most urgent bucket (the hot path's) runs "
+                        "at once, each on its own stream at that bucket's priority (paamd "
+                        "--lanes N). Default 1, the paper's rule: the hot path's two lidar and "
+                        "two transformer branches, side by side in MT, then wait for each "
+                        "other's segments")
     p.add_argument("--mt-hot-threads", type=int, default=0, metavar="K",
                    help="with --mt-executor shared: the first K threads (E0's core first) run "
                         "only the hot path's callbacks (a priority floor per thread), the "
@@ -1462,6 +1470,9 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--setups: choose from 4ST, MT")
     if args.scale <= 0 or args.duration <= 0 or args.gpu_ms < 0 or args.tpu_ms < 0:
         raise SystemExit("--scale and --duration must be positive, segments not negative")
+    args.hot_lanes = getattr(args, "hot_lanes", 1)
+    if not 1 <= args.hot_lanes <= 8:
+        raise SystemExit(f"--hot-lanes: 1 to 8, not {args.hot_lanes}")
     args.mt_hot_threads = getattr(args, "mt_hot_threads", 0)
     if not 0 <= args.mt_hot_threads < len(EXECUTORS):
         raise SystemExit(f"--mt-hot-threads: 0 to {len(EXECUTORS) - 1} (one thread at least "
@@ -1518,9 +1529,10 @@ def run(args: argparse.Namespace) -> int:
                 rt = (([] if args.rt == "nice" else ["--rt"])
                       + common.dispatcher_args(args, max(e[2] for e in EXECUTORS)))
                 cpus = common.server_cores(args, pl["server_cpus"])
-                threads = common.paamd_workers(args.backend, n_buckets) + 2
+                threads = common.paamd_workers(args.backend, n_buckets) + args.hot_lanes + 1
                 gpu_args = (rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
-                            + common.cuda_wait_args(args))
+                            + common.cuda_wait_args(args)
+                            + (["--lanes", str(args.hot_lanes)] if args.hot_lanes > 1 else []))
                 tpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
@@ -1831,7 +1843,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; MT's PiCAS and PAAM: one MultiThreadedPicasExecutor (--mt-executor shared)"
                 if getattr(args, "mt_executor", "partitioned") == "shared" else "")
              + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
-                "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else ""),
+                "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else "")
+             + (f"; the hot path's GPU bucket runs {args.hot_lanes} kernels at once "
+                "(--hot-lanes)" if getattr(args, "hot_lanes", 1) > 1 else ""),
              common.machine_line(meta),
              "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

@@ -106,7 +106,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   int Levels() const override { return levels_; }
-  int Lanes(int level) const override { return levels_ > 1 && level == levels_ - 1 ? best_effort_lanes_ : 1; }
+  int Lanes(int level) const override { return lanes_[static_cast<size_t>(level)]; }
   int Units() const override { return static_cast<int>(units_.size()); }
   int UnitOfDevice(int device) const override {
     for (size_t i = 0; i < units_.size(); ++i) {
@@ -183,6 +183,7 @@ class CudaBackend final : public Backend {
   int levels_ = 1;
   static constexpr int kDefaultBestEffortLanes = 4;
   int best_effort_lanes_ = 1;
+  std::vector<int> lanes_;  // per level (LanesOf)
   WaitKind wait_ = WaitKind::kSpin;
   int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
   bool Flagged() const { return wait_ == WaitKind::kSpin || wait_ == WaitKind::kNap; }
@@ -286,6 +287,8 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   levels_ = std::clamp(options.levels, 1, device_levels);
   priority_.resize(levels_);
   lane_offset_.resize(levels_);
+  lanes_.resize(static_cast<size_t>(levels_));
+  for (int l = 0; l < levels_; ++l) lanes_[static_cast<size_t>(l)] = LanesOf(options, levels_, l, best_effort_lanes_);
   int lanes_total = 0;
   for (int l = 0; l < levels_; ++l) {
     // level 0 → greatest (most urgent), level levels_-1 → least; one level → the default (least)

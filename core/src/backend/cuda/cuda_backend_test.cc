@@ -477,6 +477,40 @@ TEST_F(CudaBackendTest, BestEffortLanesRunConcurrentlyWithoutMixingResults) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// BackendOptions::lanes: the most urgent level with two lanes runs two 20 ms spins side by side
+// (two streams at its priority), and the level without an entry keeps its one lane.
+TEST_F(CudaBackendTest, LanesGiveAnyLevelSeveralStreams) {
+  BackendOptions o;
+  o.kind = "cuda";
+  o.levels = 4;
+  o.best_effort_lanes = 3;
+  o.lanes = {2};
+  auto made = CreateCudaBackend(o, &registry_);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Backend* b = made->get();
+  ASSERT_GE(b->Levels(), 2);
+  EXPECT_EQ(b->Lanes(0), 2);
+  EXPECT_EQ(b->Lanes(1), b->Levels() > 2 ? 1 : 3);
+  EXPECT_EQ(b->Lanes(b->Levels() - 1), 3);
+  DeviceTimes t[2];
+  std::thread lanes[2];
+  std::atomic<int> failures{0};
+  for (int lane = 0; lane < 2; ++lane) {
+    lanes[lane] = std::thread([&, lane] {
+      HostRegion r(0, 8);
+      if (!b->AttachRegion(&r.mem).ok() ||
+          !RunOn(b, &r, "spin", {20'000'000}, 0, /*level=*/0, lane, &t[lane]).ok()) {
+        ++failures;
+      }
+      b->DetachRegion(&r.mem);
+    });
+  }
+  for (auto& th : lanes) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  EXPECT_LT(std::max(t[0].start_ns, t[1].start_ns), std::min(t[0].end_ns, t[1].end_ns))
+      << "the two lanes of level 0 ran one after the other";
+}
+
 TEST_F(CudaBackendTest, ErrorsAreReportedNotCrashed) {
   BackendOptions o;
   o.kind = "cuda";
