@@ -35,8 +35,8 @@ def kpi(run: str) -> np.ndarray:
         return np.array([float(line.split(",")[lat]) for line in f if line.strip()])
 
 
-print(f"{'run':14} {'K':>1} {'L':>1} {'s':>4} {'steal mean/max':>14} {'n':>5} {'mean':>6} {'p99':>6} "
-      f"{'max':>6} {'drops':>5} {'due p99':>7} {'due max':>7} {'BP std':>6} "
+print(f"{'run':14} {'K':>1} {'L':>1} {'s':>4} {'steal mean/max':>14} {'n':>5} {'mean':>6} "
+      f"{'p99':>6} {'max':>6} {'drops':>5} {'due p99':>7} {'due max':>7} {'BP std':>6} "
       f"{'l->t slow1%':>11}  hop medians (ms)")
 data = []
 for run in RUNS:
