@@ -130,12 +130,15 @@ struct BackendOptions {
   bool direct = false;         // true inside a client's direct mode (no server)
 };
 
-// Lanes of `level` of `levels`: options.lanes[level] where given and above 0, else
+// The lanes of each of `levels` levels: options.lanes[level] where given and above 0, else
 // `best_effort` (at least 1) for the lowest of several levels and 1 for the others.
-inline int LanesOf(const BackendOptions& options, int levels, int level, int best_effort) {
-  const auto l = static_cast<size_t>(level);
-  if (level >= 0 && l < options.lanes.size() && options.lanes[l] > 0) return options.lanes[l];
-  return levels > 1 && level == levels - 1 ? std::max(1, best_effort) : 1;
+inline std::vector<int> LanesPerLevel(const BackendOptions& options, int levels, int best_effort) {
+  std::vector<int> lanes(static_cast<size_t>(std::max(levels, 0)), 1);
+  if (levels > 1) lanes.back() = std::max(1, best_effort);
+  for (size_t l = 0; l < lanes.size() && l < options.lanes.size(); ++l) {
+    if (options.lanes[l] > 0) lanes[l] = options.lanes[l];
+  }
+  return lanes;
 }
 
 // How a CUDA worker waits for its stream work, from "spin" (the stream writes a word into pinned

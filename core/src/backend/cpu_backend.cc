@@ -18,12 +18,6 @@ int ResolveDeviceCpu(int requested) {
   return std::min(requested, OnlineCpus() - 1);
 }
 
-std::vector<int> ResolveLanes(const BackendOptions& options, int levels) {
-  std::vector<int> lanes(static_cast<size_t>(levels));
-  for (int l = 0; l < levels; ++l) lanes[static_cast<size_t>(l)] = LanesOf(options, levels, l, options.best_effort_lanes);
-  return lanes;
-}
-
 int ResolveFairLevels(int requested, int levels) {
   if (requested < 0) return levels > 1 ? 1 : 0;
   return std::min(requested, levels);
@@ -32,7 +26,7 @@ int ResolveFairLevels(int requested, int levels) {
 
 CpuBackend::CpuBackend(const BackendOptions& options, bool direct)
     : levels_(std::clamp(options.levels, 1, 16)),
-      lanes_(ResolveLanes(options, levels_)),
+      lanes_(LanesPerLevel(options, levels_, options.best_effort_lanes)),
       device_cpu_(ResolveDeviceCpu(options.device_cpu)),
       realtime_(options.realtime),
       fair_levels_(ResolveFairLevels(options.fair_levels, levels_)),

@@ -54,7 +54,7 @@ class CpuBackend final : public Backend {
 
  private:
   const int levels_;
-  const std::vector<int> lanes_;  // per level (LanesOf)
+  const std::vector<int> lanes_;  // per level (LanesPerLevel)
   const int device_cpu_;  // -1: do not pin
   const bool realtime_;
   const int fair_levels_;

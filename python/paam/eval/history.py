@@ -46,11 +46,6 @@ TARGET_REDUCTION_PCT = {"MT": (-91.0, None), "4ST": (-85.0, -51.0)}
 #: MultiThreadedPicasExecutor, the paper's MT; ROS 2's MT is the same in either), kept apart from
 #: the partitioned MT of the runs before it; the paper's figures and targets are MT's
 SETUPS = ("4ST", "MT", "MT shared")
-
-
-def paper_setup(setup: str) -> str:
-    """The paper's setup a row's setup is compared with ("MT shared" -> "MT")."""
-    return setup.split()[0]
 #: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet lent
 #: hosts stole 1-5 ms/s on average, contended ones 45-400)
 QUIET_HOST_MS_PER_S = 20.0
@@ -58,6 +53,11 @@ QUIET_HOST_MS_PER_S = 20.0
 #: themselves (segment length, scale, backend): not listed as its options
 _NOT_OPTIONS = {"command", "experiment", "setups", "methods", "duration", "warmup", "gpu_ms",
                 "scale", "backend", "out", "quick", "replot", "inputs", "func"}
+
+
+def paper_setup(setup: str) -> str:
+    """The paper's setup a row's setup is compared with ("MT shared" -> "MT")."""
+    return setup.split()[0]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

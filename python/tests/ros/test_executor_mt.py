@@ -360,7 +360,9 @@ def test_a_thread_with_a_priority_floor_stays_free_for_the_callbacks_it_covers(r
 
 def test_low_callbacks_keep_running_while_a_thread_with_a_floor_waits_for_work(ros_context):
     """The thread with a floor must give the wait up whenever the other thread is free: a low
-    timer every 20 ms keeps firing (it would stall behind a floor thread's endless wait)."""
+    timer every 20 ms keeps firing (it would stall behind a floor thread that kept the wait).
+    rclpy's guard trigger at a callback's end wakes that wait too, so this catches a floor thread
+    that never yields, not a missed wake-up from a thread queueing to lead."""
     node = _node(ros_context, "steady")
     runs: list = []
     node.create_timer(0.02, lambda: runs.append(threading.current_thread().name))

@@ -182,8 +182,7 @@ class CudaBackend final : public Backend {
   // Constant after Init.
   int levels_ = 1;
   static constexpr int kDefaultBestEffortLanes = 4;
-  int best_effort_lanes_ = 1;
-  std::vector<int> lanes_;  // per level (LanesOf)
+  std::vector<int> lanes_;  // per level (LanesPerLevel)
   WaitKind wait_ = WaitKind::kSpin;
   int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
   bool Flagged() const { return wait_ == WaitKind::kSpin || wait_ == WaitKind::kNap; }
@@ -257,8 +256,6 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
       wait_ = WaitKind::kPoll;
     }
   }
-  // The paper's lowest bucket runs best-effort kernels concurrently, on several streams.
-  best_effort_lanes_ = options.best_effort_lanes > 0 ? options.best_effort_lanes : kDefaultBestEffortLanes;
   {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -287,8 +284,9 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   levels_ = std::clamp(options.levels, 1, device_levels);
   priority_.resize(levels_);
   lane_offset_.resize(levels_);
-  lanes_.resize(static_cast<size_t>(levels_));
-  for (int l = 0; l < levels_; ++l) lanes_[static_cast<size_t>(l)] = LanesOf(options, levels_, l, best_effort_lanes_);
+  // The paper's lowest bucket runs best-effort kernels concurrently, on several streams.
+  lanes_ = LanesPerLevel(options, levels_,
+                         options.best_effort_lanes > 0 ? options.best_effort_lanes : kDefaultBestEffortLanes);
   int lanes_total = 0;
   for (int l = 0; l < levels_; ++l) {
     // level 0 → greatest (most urgent), level levels_-1 → least; one level → the default (least)
