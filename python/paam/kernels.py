@@ -74,13 +74,20 @@ def _pack_histogram(view, x):
     return _put(view, 0, x), [x.size], None
 
 
-def _pack_spin(view, duration_ms: float | None = None, duration_ns: int | None = None):
+def _pack_spin(view, duration_ms: float | None = None, duration_ns: int | None = None, *,
+               width_pct: int | None = None):
+    """``width_pct``: on a GPU, the share of its block slots the spin takes (1-100, default all),
+    leaving the rest to kernels of other streams; a CPU device ignores it."""
     if (duration_ms is None) == (duration_ns is None):
         raise InvalidArgument("spin needs exactly one of duration_ms= or duration_ns=")
     ns = int(duration_ns if duration_ns is not None else round(duration_ms * 1e6))
     if ns < 0:
         raise InvalidArgument("spin duration must be non-negative")
-    return 0, [ns], None
+    if width_pct is None:
+        return 0, [ns], None
+    if not 1 <= int(width_pct) <= 100:
+        raise InvalidArgument(f"spin width_pct must be 1..100, got {width_pct}")
+    return 0, [ns, 0, int(width_pct)], None
 
 
 BUILTINS: dict[str, KernelSpec] = {

@@ -31,7 +31,7 @@ def test_gpu_bench_subcommands_register_and_parse():
     sub = parser.add_subparsers(dest="bench")
     gpu.register(sub)
     for name in ("gpu-preempt", "gpu-kappa", "gpu-backend", "gpu-kernels", "gpu-overhead", "gpu-contention",
-                 "gpu-all"):
+                 "gpu-lanes", "gpu-all"):
         args = parser.parse_args([name, "--out", "/tmp/x"])
         assert callable(args.func), name
     args = parser.parse_args(["gpu-contention", "--clients", "0", "3", "--lp-ms", "2.5"])
@@ -121,3 +121,47 @@ def test_direct_clients_in_threads_share_one_process_context():
     for t in threads:
         t.join()
     assert not errors
+
+
+def _lanes_args(tmp_path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    gpu.register(parser.add_subparsers(dest="bench"))
+    return parser.parse_args(["gpu-lanes", "--out", str(tmp_path), *extra])
+
+
+def test_gpu_lanes_runs_on_the_cpu_backend_and_refuses_bad_input(tmp_path):
+    """The bench's whole path (clients released together, paamd --lanes, width passed to spin)
+    on the CPU backend, where the width means nothing: the figures only need to be sane."""
+    args = _lanes_args(tmp_path, "--backend", "cpu", "--iters", "8", "--warmup", "1", "--ms", "1",
+                       "--widths", "50", "100", "--lanes", "1", "2")
+    assert gpu.cmd_lanes(args) == 0
+    import json
+    data = json.loads((tmp_path / "lanes.json").read_text())
+    assert set(data["results"]) == {"1/50", "1/100", "2/50", "2/100"}
+    for r in data["results"].values():
+        assert r["makespan_ms"]["n"] == 8 and r["makespan_ms"]["min"] >= 1.0
+        assert r["latency_ms"]["n"] == 16 and r["device_ms"]["min"] >= 0.99
+    assert (tmp_path / "lanes.png").stat().st_size > 0 and "makespan" in (tmp_path / "lanes.md").read_text()
+    for bad, match in ((["--widths", "0"], "1..100"), (["--widths", "101"], "1..100"),
+                       (["--clients", "1"], "at least 2"), (["--lanes", "0"], "at least 1")):
+        with pytest.raises(SystemExit, match=match):
+            gpu.cmd_lanes(_lanes_args(tmp_path, "--backend", "cpu", *bad))
+
+
+def test_spin_width_is_checked_before_the_request_is_sent(server):
+    with paam.Client(kernels=["spin"], socket=server.socket_path) as c:
+        for bad in (0, 101, -5):
+            with pytest.raises(paam.errors.InvalidArgument, match="width_pct"):
+                c.request("spin", duration_ms=0.1, width_pct=bad)
+        assert c.request("spin", duration_ms=0.5, width_pct=30) >= 0.5  # the CPU device ignores it
+
+
+@needs_gpu
+def test_half_width_spins_of_one_bucket_overlap_on_two_lanes_only(tmp_path):
+    """Two clients of one priority: with one lane their 10 ms half-width spins run one after the
+    other (about 20 ms for the pair), with two lanes side by side (about 10 ms)."""
+    for lanes, low, high in ((1, 18.0, 40.0), (2, 9.9, 15.0)):
+        args = _lanes_args(tmp_path, "--iters", "10", "--warmup", "2", "--ms", "10")
+        with paam.testing.start_server(backend="cuda", buckets=1, extra_args=["--lanes", str(lanes)]) as srv:
+            r = gpu._lanes_point(srv.socket_path, args, 50)
+        assert low <= r["makespan_ms"]["p50"] <= high, (lanes, r["makespan_ms"])

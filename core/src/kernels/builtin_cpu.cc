@@ -97,12 +97,15 @@ int RunHistogram(const paam_kernel_args* a) {
   return PAAM_KERNEL_OK;
 }
 
-// spin: () -> u64 (elapsed ns); params: duration_ns. Occupies the device for the duration.
+// spin: () -> u64 (elapsed ns); params: duration_ns, optional slice_ns and width_pct (the CUDA
+// version's block slice and share of the GPU's block slots, 0-100; a CPU core has no width, so
+// both are checked and otherwise unused here). Occupies the device for the duration.
 // On the CPU it counts the thread's own CPU time, so a spin preempted by a higher bucket
 // still executes for its full duration (as a GPU kernel would), and it passes a preemption
 // point every kCpuPreemptionSliceNs of that time (kernels/preemption.h).
 int PlanSpin(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
   if (p[0] > 60'000'000'000ull) return Fail(err, len, "duration must be at most 60 s, got %llu ns", p[0]);
+  if (p[2] > 100) return Fail(err, len, "width must be a percentage of the device (0-100), got %llu", p[2]);
   if (in != 0) return Fail(err, len, "spin takes no input, got %llu bytes", in);
   *out = sizeof(uint64_t);
   return PAAM_KERNEL_OK;
@@ -135,7 +138,7 @@ const paam_kernel kBuiltins[] = {
     {"matmul", "(A: f32[m,k], B: f32[k,n]) -> f32[m,n]; params: m, k, n", PlanMatmul, RunMatmul, nullptr},
     {"reduction", "(x: f32[n]) -> f32 (sum); params: n", PlanReduction, RunReduction, nullptr},
     {"histogram", "(x: u8[n]) -> u32[256]; params: n", PlanHistogram, RunHistogram, nullptr},
-    {"spin", "() -> u64 elapsed_ns; params: duration_ns", PlanSpin, RunSpin, nullptr},
+    {"spin", "() -> u64 elapsed_ns; params: duration_ns[, slice_ns, width_pct]", PlanSpin, RunSpin, nullptr},
     {"noop", "(x: u8[any]) -> u8[out_bytes] (untouched); params: out_bytes", PlanNoop, RunNoop, nullptr},
 };
 

@@ -182,6 +182,13 @@ TEST(Kernels, SpinOccupiesTheDeviceForItsDuration) {
   auto out = h.Run("spin", {}, {3'000'000});
   ASSERT_TRUE(out.ok());
   EXPECT_GE(As<uint64_t>(*out)[0], 3'000'000u);
+  // a GPU width (percent of its block slots) is accepted and means nothing on a CPU core
+  auto narrow = h.Run("spin", {}, {1'000'000, 0, 50});
+  ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
+  EXPECT_GE(As<uint64_t>(*narrow)[0], 1'000'000u);
+  auto wide = h.Run("spin", {}, {1'000'000, 0, 101});
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("width"), std::string::npos) << wide.status().ToString();
 }
 
 // A kernel that holds the device until released: a more urgent level's work in progress.

@@ -13,6 +13,8 @@ Each sub-command writes ``<name>.json`` (every figure, the command, the machine,
 ``gpu-contention``  one high-priority client while N low-priority clients keep the GPU busy:
                     through paamd versus N+1 processes invoking the GPU directly.
 ``gpu-overhead``    request overhead through paamd with the CUDA backend, stage by stage.
+``gpu-lanes``       clients of one priority releasing spins together, their bucket on one lane or
+                    several (``paamd --lanes``), for spins that take part of the GPU or all of it.
 ``gpu-all``         all of the above into one folder.
 
 The first three run the C++ binary ``paam_gpu_bench`` (found with ``--binary``,
@@ -510,6 +512,134 @@ def cmd_contention(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------
+# gpu-lanes: clients of one bucket at once, on one lane or several (paamd --lanes)
+
+def _lanes_point(socket: str, args: argparse.Namespace, width: int) -> dict[str, Any]:
+    """``args.clients`` clients of one priority release a spin of ``args.ms`` at ``width``% of
+    the GPU together, ``args.iters`` times; per release: each request's latency, and the
+    makespan from the first submit to the last result."""
+    import threading
+
+    import paam
+    n, total = args.clients, args.warmup + args.iters
+    start = np.zeros((n, total), dtype=np.int64)
+    end = np.zeros((n, total), dtype=np.int64)
+    dev = np.zeros((n, total), dtype=np.int64)
+    barrier = threading.Barrier(n, timeout=60)
+    errors: list[str] = []
+    clients = [paam.Client(priority=args.priority, kernels=["spin"], wait="suspend", socket=socket,
+                           name=f"lanes-{i}") for i in range(n)]
+
+    def run(i: int) -> None:
+        c = clients[i]
+        try:
+            for k in range(total):
+                barrier.wait()
+                t0 = time.perf_counter_ns()
+                c.request("spin", duration_ms=args.ms, width_pct=width, timeout_sec=30)
+                start[i, k], end[i, k] = t0, time.perf_counter_ns()
+                ts = c.timestamps("spin")
+                dev[i, k] = ts["device_end"] - ts["device_start"]
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"client {i}: {type(exc).__name__}: {exc}")
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for c in clients:
+            c.close()
+    if errors:
+        raise SystemExit("; ".join(e for e in errors if "BrokenBarrierError" not in e) or errors[0])
+    keep = slice(args.warmup, total)
+    lat = (end - start)[:, keep] / 1e6
+    makespan = (end[:, keep].max(axis=0) - start[:, keep].min(axis=0)) / 1e6
+    return {"latency_ms": _stats(lat.ravel()), "makespan_ms": _stats(makespan),
+            "device_ms": _stats(dev[:, keep].ravel() / 1e6),
+            "raw_makespan_ms": [round(float(x), 4) for x in makespan]}
+
+
+def cmd_lanes(args: argparse.Namespace) -> int:
+    import paam
+    out = Path(args.out)
+    if args.clients < 2:
+        raise SystemExit("--clients must be at least 2 (the bench is about requests that meet in one bucket)")
+    if any(not 1 <= w <= 100 for w in args.widths):
+        raise SystemExit("--widths are percentages of the GPU's block slots, 1..100")
+    if any(n < 1 for n in args.lanes):
+        raise SystemExit("--lanes values must be at least 1")
+    results: dict[str, dict[str, Any]] = {}
+    for lanes in args.lanes:
+        with paam.testing.start_server(backend=args.backend, buckets=1,
+                                       extra_args=["--lanes", str(lanes)] + args.server_args.split()) as srv:
+            for width in args.widths:
+                t = time.monotonic()
+                try:
+                    r = _lanes_point(srv.socket_path, args, width)
+                except SystemExit as exc:  # keep the other points
+                    print(f"  lanes {lanes} width {width}% failed: {exc}\n{srv.log()[-2000:]}", file=sys.stderr)
+                    r = {"error": str(exc)}
+                results[f"{lanes}/{width}"] = r
+                if "error" not in r:
+                    m = r["makespan_ms"]
+                    print(f"  lanes {lanes} width {width:3d}%: makespan p50 {m['p50']:.2f} p99 {m['p99']:.2f} "
+                          f"max {m['max']:.2f} ms ({time.monotonic() - t:.1f} s)", flush=True)
+    payload = _header(args, "gpu-lanes") | {
+        "kernel": f"spin {args.ms} ms", "clients": args.clients, "iters": args.iters, "priority": args.priority,
+        "lanes": args.lanes, "widths_pct": args.widths, "backend": args.backend, "server_args": args.server_args,
+        "results": results}
+    rows = []
+    for lanes in args.lanes:
+        for width in args.widths:
+            r = results[f"{lanes}/{width}"]
+            if "error" in r:
+                rows.append([lanes, width, "failed", "", "", "", "", ""])
+                continue
+            lat, m = r["latency_ms"], r["makespan_ms"]
+            rows.append([lanes, width, lat["p50"], lat["p99"], m["p50"], m["p99"], m["max"],
+                         f"{m['p50'] / args.ms:.2f}"])
+    table = (f"{args.clients} clients of one priority (one bucket) each release spin {args.ms} ms at once, "
+             f"{args.iters} times per point, through paamd ({args.backend} backend) with its bucket on 1 or more "
+             f"lanes (--lanes); width: the share of the GPU's block slots each spin takes"
+             + (" (no meaning on the CPU backend)" if args.backend == "cpu" else "") + f"; ms; {_gpu_name()}\n\n"
+             + _md_table(["lanes", "width %", "request p50", "request p99", "makespan p50", "makespan p99",
+                          "makespan max", "makespan / kernel"], rows))
+
+    def plot(path: Path) -> None:
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4))
+        step = 0.8 / len(args.lanes)
+        for j, lanes in enumerate(args.lanes):
+            xs, p50, p99 = [], [], []
+            for i, width in enumerate(args.widths):
+                r = results[f"{lanes}/{width}"]
+                if "error" in r:
+                    continue
+                xs.append(i - 0.4 + step * (j + 0.5))
+                p50.append(r["makespan_ms"]["p50"])
+                p99.append(r["makespan_ms"]["p99"] - r["makespan_ms"]["p50"])
+            ax.bar(xs, p50, width=step * 0.9, yerr=[np.zeros(len(p99)), p99], capsize=3,
+                   label=f"{lanes} lane{'s' if lanes > 1 else ''} (bar p50, whisker p99)")
+        for k in (1, args.clients):
+            ax.axhline(args.ms * k, color="grey", ls="--", lw=0.8)
+            ax.text(len(args.widths) - 0.45, args.ms * k, f" {k}x kernel", va="bottom", fontsize=8, color="grey")
+        ax.set_xticks(range(len(args.widths)), [f"{w}%" for w in args.widths])
+        ax.set_xlabel("width of each spin (share of the GPU's block slots)")
+        ax.set_ylabel(f"makespan of {args.clients} requests released together (ms)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
+    _write(out, "lanes", payload, table, plot)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
 # gpu-overhead: request overhead through the server, stage by stage
 
 
@@ -596,7 +726,8 @@ def cmd_overhead(args: argparse.Namespace) -> int:
 
 def cmd_all(args: argparse.Namespace) -> int:
     steps = [("preempt", cmd_preempt), ("kappa", cmd_kappa), ("backend", cmd_backend),
-             ("kernels", cmd_kernels), ("overhead", cmd_overhead), ("contention", cmd_contention)]
+             ("kernels", cmd_kernels), ("overhead", cmd_overhead), ("contention", cmd_contention),
+             ("lanes", cmd_lanes)]
     status = 0
     for name, fn in steps:
         if name in args.skip:
@@ -627,6 +758,8 @@ _DEFAULTS = {
                  "server_args": ""},
     "contention": {"backend": "cuda", "iters": 400, "warmup": 10, "buckets": 6, "clients": [0, 1, 2, 4], "lp_ms": 5.0,
                    "hp_kernel": "matmul", "gap_ms": 2.0, "scale": 1.0, "lp_priority": 10, "server_args": ""},
+    "lanes": {"backend": "cuda", "iters": 300, "warmup": 10, "clients": 2, "ms": 2.0, "widths": [25, 50, 100],
+              "lanes": [1, 2], "priority": 10, "server_args": ""},
 }
 
 
@@ -700,6 +833,18 @@ def register(bench_subparsers: Any) -> None:
                        help="random pause (0..gap) before each high-priority request")
         p.add_argument("--scale", type=float, default=d["scale"])
 
+    def lanes(p, d):
+        _backend_arg(p)
+        p.add_argument("--iters", type=int, default=d["iters"], help="releases per point")
+        p.add_argument("--warmup", type=int, default=d["warmup"])
+        p.add_argument("--clients", type=int, default=d["clients"], help="clients of the one priority")
+        p.add_argument("--ms", type=float, default=d["ms"], help="spin length")
+        p.add_argument("--widths", type=int, nargs="+", default=d["widths"],
+                       help="share of the GPU's block slots each spin takes, percent")
+        p.add_argument("--lanes", type=int, nargs="+", default=d["lanes"], help="paamd --lanes for the bucket")
+        p.add_argument("--priority", type=int, default=d["priority"])
+        p.add_argument("--server-args", default=d["server_args"], help="extra paamd arguments")
+
     _add(s, "preempt", cmd_preempt, "GPU preemption delay between stream priorities (paper Table I)", preempt)
     _add(s, "kappa", cmd_kappa, "preemption cost κ while spin holds the GPU, per spin block length", kappa)
     _add(s, "backend", cmd_backend, "CUDA backend round trip without the server, per wait mode", backend)
@@ -707,6 +852,8 @@ def register(bench_subparsers: Any) -> None:
     _add(s, "overhead", cmd_overhead, "request overhead through paamd with the CUDA backend", overhead)
     _add(s, "contention", cmd_contention,
          "high-priority latency under N low-priority clients: paamd vs direct processes", contention)
+    _add(s, "lanes", cmd_lanes,
+         "clients of one bucket at once on one lane or several, for spins narrower or wider than the GPU", lanes)
 
     p = s.add_parser("gpu-all", help="every gpu-* bench with its defaults, into one folder")
     _common(p)

@@ -510,6 +510,57 @@ TEST_F(CudaBackendTest, LanesGiveAnyLevelSeveralStreamsAtItsPriority) {
   b->DetachRegion(&r.mem);
 }
 
+// spin's width (params[2], a percentage of the GPU's block slots): two half-width spins on the
+// two lanes of one level run side by side, in about one duration; two full-width ones take
+// about two, one after the other, whichever lane they are on. A width over 100 is refused.
+TEST_F(CudaBackendTest, NarrowSpinsOnTwoLanesRunSideBySide) {
+  BackendOptions o;
+  o.kind = "cuda";
+  o.levels = 4;
+  o.lanes = {2};
+  auto made = CreateCudaBackend(o, &registry_);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Backend* b = made->get();
+  ASSERT_EQ(b->Lanes(0), 2);
+  HostRegion r0(0, 8), r1(0, 8);
+  ASSERT_TRUE(b->AttachRegion(&r0.mem).ok());
+  ASSERT_TRUE(b->AttachRegion(&r1.mem).ok());
+  ASSERT_TRUE(RunOn(b, &r0, "spin", {0}, 0, 0).ok());  // warm
+  EXPECT_EQ(RunOn(b, &r0, "spin", {1'000'000, 0, 101}, 0, 0).code(), Errc::kInvalidArgument);
+  const uint64_t duration = 20'000'000;
+  auto pair = [&](uint64_t width) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::atomic<int> failures{0};
+    uint64_t gpu[2] = {0, 0};
+    auto lane = [&](int l, HostRegion* r) {
+      if (!b->PrepareWorker(0, 0, l, nullptr).ok()) ++failures;
+      ++ready;
+      while (!go.load()) {
+      }
+      if (!RunOn(b, r, "spin", {duration, 0, width}, 0, 0, l).ok()) ++failures;
+      gpu[l] = r->out<uint64_t>()[0];
+    };
+    std::thread t0(lane, 0, &r0), t1(lane, 1, &r1);
+    while (ready.load() < 2) {
+    }
+    const uint64_t start = NowNs();
+    go = true;
+    t0.join();
+    t1.join();
+    const uint64_t makespan = NowNs() - start;
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_GE(gpu[0], duration * 99 / 100);
+    EXPECT_GE(gpu[1], duration * 99 / 100);
+    return makespan;
+  };
+  const uint64_t half = pair(50), full = pair(100);
+  EXPECT_LT(half, duration * 3 / 2) << "two half-width spins took " << half / 1e6 << " ms";
+  EXPECT_GT(full, duration * 9 / 5) << "two full-width spins took " << full / 1e6 << " ms";
+  b->DetachRegion(&r0.mem);
+  b->DetachRegion(&r1.mem);
+}
+
 TEST_F(CudaBackendTest, ErrorsAreReportedNotCrashed) {
   BackendOptions o;
   o.kind = "cuda";

@@ -257,15 +257,19 @@ int SpinCuda(const paam_kernel_args* a) {
   if (a->output_bytes < sizeof(uint64_t)) return PAAM_KERNEL_EINVAL;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return PAAM_KERNEL_EFAILED;
-  const int slots = SpinSlots(device);
-  if (slots <= 0) return PAAM_KERNEL_EFAILED;
+  const int all_slots = SpinSlots(device);
+  if (all_slots <= 0) return PAAM_KERNEL_EFAILED;
+  // params[2]: the percentage of the GPU's block slots one wave takes (0: all of them)
+  const uint64_t width_pct = a->params[2] == 0 ? 100 : a->params[2];
+  if (width_pct > 100) return PAAM_KERNEL_EINVAL;
+  const uint64_t slots = std::max<uint64_t>(1, (all_slots * width_pct + 99) / 100);
   auto* out = static_cast<unsigned long long*>(a->output);
   if (cudaMemsetAsync(out, 0xff, sizeof(uint64_t), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
   if (duration > 0) {
     // waves of `slots` blocks; the slice is trimmed so that the waves add up to the duration
     const uint64_t waves = (duration + slice_target - 1) / slice_target;
     const uint64_t slice = duration / waves;
-    const uint64_t blocks = waves * static_cast<uint64_t>(slots);
+    const uint64_t blocks = waves * slots;
     if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
     SpinKernel<<<static_cast<unsigned>(blocks), kSpinThreads, 0, StreamOf(a)>>>(out, slice);
   }

@@ -35,9 +35,11 @@ int ReductionCuda(const paam_kernel_args* args);
 // histogram: (x: u8[n]) -> u32[256]; params: n
 int HistogramCuda(const paam_kernel_args* args);
 // spin: () -> u64 elapsed GPU ns (first block's start to the end of the last); params:
-// duration_ns, optional slice_ns (0: kDefaultSpinSliceNs). Work-conserving: it runs
-// ceil(duration / slice) waves of blocks that fill every block slot of the GPU, so when
-// higher-priority work takes slots it finishes later, like any other kernel.
+// duration_ns, optional slice_ns (0: kDefaultSpinSliceNs), optional width_pct (1-100, 0: 100).
+// Work-conserving: it runs ceil(duration / slice) waves of blocks, each wave filling
+// width_pct% of the GPU's block slots (all of them by default), so when other work takes those
+// slots it finishes later, like any other kernel. A narrower spin leaves the rest of the GPU
+// to kernels of other streams (what several lanes of one bucket can use).
 int SpinCuda(const paam_kernel_args* args);
 
 struct CudaBuiltin {
