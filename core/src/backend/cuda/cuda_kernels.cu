@@ -165,6 +165,8 @@ __global__ void __launch_bounds__(kHistThreads) HistogramKernel(const uint8_t* _
 // higher buckets. SpinFinishKernel, next in stream order, turns the earliest start into the
 // elapsed time.
 constexpr int kSpinThreads = 32;
+// A narrow spin launches one kernel per wave; this caps the launches of one request.
+constexpr uint64_t kMaxSpinWaveLaunches = 512;
 
 __global__ void __launch_bounds__(kSpinThreads) SpinKernel(unsigned long long* out, uint64_t slice_ns) {
   const uint64_t start = GlobalTimerNs();
@@ -257,21 +259,32 @@ int SpinCuda(const paam_kernel_args* a) {
   if (a->output_bytes < sizeof(uint64_t)) return PAAM_KERNEL_EINVAL;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return PAAM_KERNEL_EFAILED;
-  const int all_slots = SpinSlots(device);
-  if (all_slots <= 0) return PAAM_KERNEL_EFAILED;
-  // params[2]: the percentage of the GPU's block slots one wave takes (0: all of them)
+  const int slots = SpinSlots(device);
+  if (slots <= 0) return PAAM_KERNEL_EFAILED;
+  // params[2]: the percentage of the GPU's block slots the spin takes (0: all of them)
   const uint64_t width_pct = a->params[2] == 0 ? 100 : a->params[2];
   if (width_pct > 100) return PAAM_KERNEL_EINVAL;
-  const uint64_t slots = std::max<uint64_t>(1, (all_slots * width_pct + 99) / 100);
   auto* out = static_cast<unsigned long long*>(a->output);
   if (cudaMemsetAsync(out, 0xff, sizeof(uint64_t), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
-  if (duration > 0) {
-    // waves of `slots` blocks; the slice is trimmed so that the waves add up to the duration
+  if (duration > 0 && width_pct == 100) {
+    // waves of `slots` blocks in one launch; the slice is trimmed so that the waves add up to
+    // the duration
     const uint64_t waves = (duration + slice_target - 1) / slice_target;
     const uint64_t slice = duration / waves;
-    const uint64_t blocks = waves * slots;
+    const uint64_t blocks = waves * static_cast<uint64_t>(slots);
     if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
     SpinKernel<<<static_cast<unsigned>(blocks), kSpinThreads, 0, StreamOf(a)>>>(out, slice);
+  } else if (duration > 0) {
+    // Narrower: one launch per wave, in stream order, so that no more than `narrow` blocks
+    // run at once (in one launch the GPU would run the later waves beside the first). At most
+    // kMaxSpinWaveLaunches launches: a longer spin gets longer slices.
+    const uint64_t narrow = std::max<uint64_t>(1, (static_cast<uint64_t>(slots) * width_pct + 99) / 100);
+    const uint64_t target = std::max(slice_target, (duration + kMaxSpinWaveLaunches - 1) / kMaxSpinWaveLaunches);
+    const uint64_t waves = (duration + target - 1) / target;
+    const uint64_t slice = duration / waves;
+    for (uint64_t w = 0; w < waves; ++w) {
+      SpinKernel<<<static_cast<unsigned>(narrow), kSpinThreads, 0, StreamOf(a)>>>(out, slice);
+    }
   }
   SpinFinishKernel<<<1, 1, 0, StreamOf(a)>>>(out);
   return Launched();

@@ -39,7 +39,9 @@ int HistogramCuda(const paam_kernel_args* args);
 // Work-conserving: it runs ceil(duration / slice) waves of blocks, each wave filling
 // width_pct% of the GPU's block slots (all of them by default), so when other work takes those
 // slots it finishes later, like any other kernel. A narrower spin leaves the rest of the GPU
-// to kernels of other streams (what several lanes of one bucket can use).
+// to kernels of other streams (what several lanes of one bucket can use); it launches its
+// waves one by one (at most 512, longer slices past that), and the gaps between those launches
+// make it run a little longer than a full-width spin of the same duration.
 int SpinCuda(const paam_kernel_args* args);
 
 struct CudaBuiltin {
