@@ -626,7 +626,7 @@ def cmd_lanes(args: argparse.Namespace) -> int:
                    label=f"{lanes} lane{'s' if lanes > 1 else ''} (bar p50, whisker p99)")
         for k in (1, args.clients):
             ax.axhline(args.ms * k, color="grey", ls="--", lw=0.8)
-            ax.text(len(args.widths) - 0.45, args.ms * k, f" {k}x kernel", va="bottom", fontsize=8, color="grey")
+            ax.text(-0.45, args.ms * k, f"{k}x kernel", va="bottom", fontsize=8, color="grey")
         ax.set_xticks(range(len(args.widths)), [f"{w}%" for w in args.widths])
         ax.set_xlabel("width of each spin (share of the GPU's block slots)")
         ax.set_ylabel(f"makespan of {args.clients} requests released together (ms)")
