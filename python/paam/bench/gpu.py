@@ -527,8 +527,7 @@ def _lanes_point(socket: str, args: argparse.Namespace, width: int) -> dict[str,
     dev = np.zeros((n, total), dtype=np.int64)
     barrier = threading.Barrier(n, timeout=60)
     errors: list[str] = []
-    clients = [paam.Client(priority=args.priority, kernels=["spin"], wait="suspend", socket=socket,
-                           name=f"lanes-{i}") for i in range(n)]
+    clients: list[Any] = []
 
     def run(i: int) -> None:
         c = clients[i]
@@ -546,6 +545,9 @@ def _lanes_point(socket: str, args: argparse.Namespace, width: int) -> dict[str,
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     try:
+        for i in range(n):  # all registered before any starts; a failed one closes those made
+            clients.append(paam.Client(priority=args.priority, kernels=["spin"], wait="suspend",
+                                       socket=socket, name=f"lanes-{i}"))
         for t in threads:
             t.start()
         for t in threads:
