@@ -2,6 +2,7 @@
 case studies' format (the fields it reads), so every figure it reports can be checked."""
 import csv
 import json
+import math
 import subprocess
 import sys
 
@@ -176,7 +177,7 @@ def test_mt_with_the_shared_executor_is_its_own_setup_compared_with_the_papers_m
     assert set(rows) == {("MT shared", "ROS 2"), ("MT shared", "PiCAS"), ("MT shared", "PAAM"),
                          ("MT", "PAAM")}
     assert rows[("MT shared", "PAAM")]["from_due_max_ms"] == 120.5
-    assert rows[("MT", "PAAM")]["from_due_max_ms"] != rows[("MT", "PAAM")]["from_due_max_ms"]
+    assert math.isnan(rows[("MT", "PAAM")]["from_due_max_ms"])  # not recorded by that run
     cs2 = list(rows.values())
     red = history.reductions(cs2)
     assert [(r["setup"], round(r["vs_ros2_pct"], 1)) for r in red] == [("MT shared", -78.0)]

@@ -3,7 +3,8 @@
 // A backend owns one accelerator set (the CPU "device", or one CUDA context over one or more
 // GPUs). It reports how many hardware priority levels it has (buckets map onto them, level 0 =
 // highest), how many kernels a level may run at once (its lanes: the lowest level may run several
-// best-effort kernels concurrently, and BackendOptions::lanes gives any level several), and runs a kernel on a given level.
+// best-effort kernels concurrently, and BackendOptions::lanes gives any level several), and runs
+// a kernel on a given level.
 //
 // Thread safety: Levels()/Lanes()/name() are constant after construction. PrepareWorker() is
 // called once from each worker thread before it serves. Run() is called concurrently from the

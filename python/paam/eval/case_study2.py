@@ -1477,7 +1477,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.mt_hot_threads < len(EXECUTORS):
         raise SystemExit(f"--mt-hot-threads: 0 to {len(EXECUTORS) - 1} (one thread at least "
                          f"must run any callback), not {args.mt_hot_threads}")
-    if args.mt_hot_threads and getattr(args, "mt_executor", "partitioned") != "shared":
+    args.mt_executor = getattr(args, "mt_executor", "partitioned")
+    if args.mt_hot_threads and args.mt_executor != "shared":
         raise SystemExit("--mt-hot-threads needs --mt-executor shared (the partitioned MT's "
                          "threads each run their own executor's nodes)")
     args.gpu_ms_eff = args.gpu_ms * args.scale
