@@ -651,6 +651,18 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
         assert sum(threads["E0+E1+E2+E3"].values()) >= 4, (method, threads)
     # PAAM: four executors, each with an OS priority and its core
     assert len(data["results"]["MT"]["PAAM"]["rt"]) == 4
+    # ROS 2's pool of threads has every callback on record; the partitioned PAAM has E0's
+    mt = data["results"]["MT"]["ROS 2"]["mt_threads_from_due"]
+    _mt_split_adds_up(mt)
+    assert not data["results"]["MT"]["PAAM"].get("mt_threads_from_due")
+
+
+def _mt_split_adds_up(mt: dict) -> None:
+    """case_study2_threads' split of the time from the due time adds up to it, on average."""
+    a = mt["mean_all"]
+    assert mt["instances"] >= 10 and a["hot_calls"] >= 7, a
+    assert a["hot_ms"] + a["blocked_ms"] + a["idle_ms"] == pytest.approx(a["from_due_ms"]), a
+    assert a["hot_burn_ms"] > 0 and a["hot_ms"] > 0, a
 
 
 def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
@@ -671,8 +683,10 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
         assert [r.split(":")[0] for r in rt] == [f"MT thread E{i}" for i in range(4)], rt
         assert ["hot path only" in r for r in rt] == [True, False, False, False], rt
         assert s["bp_period_ms"]["n"] >= 0.5 * data["params"]["duration"] / 0.1, method
-        # no executor of its own for the hot path: E0's per-callback record stays empty
+        # no executor of its own for the hot path: E0's per-callback record stays empty; every
+        # callback is on record with its thread instead
         assert not s.get("hot_executor_from_due"), method
+        _mt_split_adds_up(s["mt_threads_from_due"])
 
 
 def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
@@ -741,6 +755,56 @@ def test_case_study_2_breaks_e0_time_down_from_the_due_time():
     assert np.isnan(cs2.executor_breakdown(r)["hot_ms"][0])
     r["hot_executor_calls_ns"] = np.zeros((0, 3), dtype=np.int64)
     assert cs2.executor_breakdown(r) is None
+
+
+def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
+    """MT with one pool of threads: an instance's time from the due time is hot callbacks
+    running + every thread in a lower one + a thread free with none running, and the hot calls'
+    wall time splits into requests, burn, other CPU, waiting for a CPU and off a CPU; the gap
+    before a hot call on its own thread gives the executor's CPU and wait for a CPU."""
+    import numpy as np
+    from paam.eval import case_study2_threads as tb
+    ms, t = 1_000_000, 1_000_000_000  # (t: the instance's due time)
+
+    def call(thread, start, end, prio, cpu=(0, 0), runq=(0, 0), burn=0, seg=(0, 0, 0)):
+        row = [t + start * ms, t + end * ms, 0, prio, cpu[0] * ms, runq[0] * ms, cpu[1] * ms,
+               runq[1] * ms, burn * ms, *(x * ms for x in seg), thread]
+        assert len(row) == tb.CALL_COLS
+        return row
+
+    calls = tb.by_start([np.array([
+        call(0, -20, -10, 40),
+        # hot on thread 0: wall 30 = requests 6-1 + burn 15 + other CPU 20-15-1 + waiting 5 + 1
+        call(0, 0, 30, 100, cpu=(0, 20), runq=(0, 5), burn=15, seg=(6, 1, 1)),
+        call(1, 10, 50, 40, cpu=(30, 45), runq=(0, 10)),
+        call(0, 40, 60, 40, cpu=(20, 35), runq=(5, 5)),      # 40-50: both threads in lower calls
+        # hot on thread 1 after a gap of 5 ms CPU and 2 waiting since its lower call
+        call(1, 70, 100, 100, cpu=(50, 70), runq=(12, 12), burn=18, seg=(10, 2, 0)),
+    ], dtype=np.int64)])
+    r = {"mt_calls_ns": calls, "hot_end_ns": np.array([t + 100 * ms]),
+         "latency_ms": np.array([98.0]), "lidar_late_ms": np.array([2.0])}
+    bd = tb.thread_breakdown(r, 100)
+    got = {k: float(v[0]) for k, v in bd.items()}
+    assert got == pytest.approx({
+        "hot_ms": 60, "blocked_ms": 10, "idle_ms": 30, "hot_calls": 2, "hot_seg_ms": 15,
+        "hot_burn_ms": 33, "hot_other_cpu_ms": 4, "hot_runq_ms": 5, "hot_off_ms": 3,
+        "pick_cpu_ms": 5, "pick_runq_ms": 2})
+    s = tb.thread_summary(bd, np.array([100.0]))
+    assert s["instances"] == 1 and s["mean_slowest_1pct"]["blocked_ms"] == pytest.approx(10)
+    assert "all threads in lower callbacks 10.0 -> 10.0" in tb.thread_line(s)
+    # with three threads, two in lower calls is not blocked
+    calls3 = np.vstack([calls, calls[:1]])
+    calls3[-1, tb.THREAD] = 2
+    r3 = dict(r, mt_calls_ns=tb.by_start([calls3]))
+    assert tb.thread_breakdown(r3, 100)["blocked_ms"][0] == pytest.approx(0)
+    # without schedstat the counters' columns are unknown, the time split is not
+    calls[:, tb.CPU0:tb.RUNQ1 + 1] = -1
+    bd = tb.thread_breakdown(dict(r, mt_calls_ns=calls), 100)
+    assert bd["idle_ms"][0] == pytest.approx(30) and np.isnan(bd["hot_runq_ms"][0])
+    # not on record: a record that starts after the due time, none at all
+    assert np.isnan(tb.thread_breakdown(dict(r, mt_calls_ns=calls[2:]), 100)["hot_ms"][0])
+    assert tb.thread_breakdown(dict(r, mt_calls_ns=None), 100) is None
+    assert tb.thread_summary(None, np.array([1.0])) is None
 
 
 def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters():

@@ -82,6 +82,7 @@ import argparse
 import array
 import contextlib
 import dataclasses
+import itertools
 import os
 import random
 import sys
@@ -93,6 +94,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paam.eval import case_study2_threads as threads_bd
 from paam.eval import common
 from paam.eval.overhead import LOCAL_STAGES
 
@@ -456,11 +458,21 @@ class _Graph:
         # callbacks.
         self.hot_executor_calls = _Rows(_CALL_COLS)
         self.sched = common.ThreadSchedStat()
-        # per thread: ns of CPU its callbacks spent in the number cruncher's burn so far (the
-        # rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work)
-        self.burned = threading.local()
+        # per thread, so far: .burn, ns of CPU its callbacks spent in the number cruncher's burn
+        # (the rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work);
+        # with mt_calls below: .seg_wall, .seg_cpu and .seg_runq, ns of wall time, of CPU time
+        # and of waiting for a CPU in accelerator requests
+        self.tally = threading.local()
         self.hot_executor = (None if cfg["shared_mt"] or (
             self.method == "ros2" and cfg["setup"] == "MT") else _HOT_EXECUTOR)
+        # MT with one pool of threads (the shared PicasExecutor, ROS 2's MT), synchronous
+        # segments: every callback, on whichever thread ran it (case_study2_threads.CALL_COLS)
+        self.mt_calls = (_Rows(threads_bd.CALL_COLS)
+                         if self.hot_executor is None and not self.async_segments else None)
+        # the thread's index in mt_calls: a shared executor thread's is its executor's (spin()
+        # sets it); other threads (ROS 2's pool) are numbered as they first run a callback
+        self.thread_ix = threading.local()
+        self._more_threads = itertools.count(len(cfg["executors"]))
 
     def _callback(self, fn, executor: str, node: str, index: int = 0):
         """``fn``, an ``async def`` callback, as rclpy gets it: itself with --segments async;
@@ -469,23 +481,38 @@ class _Graph:
         if self.async_segments:
             return fn
         calls = self.hot_executor_calls if executor == self.hot_executor else None
+        mt = self.mt_calls
         prio = callback_priority(node, index)[0]
-        sched, burned = self.sched.read, self.burned
+        node_id = NODE_IDS[node]
+        sched, tally, tix = self.sched.read, self.tally, self.thread_ix
         probe = _cpu_probe if self.cfg["cpu_probe"] else (lambda: (-1, -1))
 
         def call(*args) -> None:
-            if calls is not None:  # (E0's callbacks only: the record's counters at the start)
-                pr = probe()
-                s0, b0 = sched(), getattr(burned, "ns", 0)
+            if calls is not None or mt is not None:  # (the record's counters at the start)
+                pr = probe() if calls is not None else None
+                s0 = sched()
+                b0 = (getattr(tally, "burn", 0), getattr(tally, "seg_wall", 0),
+                      getattr(tally, "seg_cpu", 0), getattr(tally, "seg_runq", 0))
             t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
                 coro.send(None)
             except StopIteration:
-                if calls is not None and t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
-                    t1 = time.monotonic_ns()
-                    calls.append((t0, t1, prio, *s0, *sched(), getattr(burned, "ns", 0) - b0,
-                                  *pr))
+                if t0 >= self.record_from[0] - _CALLS_BEFORE_NS:
+                    if calls is not None:
+                        t1 = time.monotonic_ns()
+                        calls.append((t0, t1, prio, *s0, *sched(),
+                                      getattr(tally, "burn", 0) - b0[0], *pr))
+                    elif mt is not None:
+                        t1 = time.monotonic_ns()
+                        ix = getattr(tix, "i", None)
+                        if ix is None:
+                            ix = tix.i = next(self._more_threads)
+                        mt.append((t0, t1, node_id, prio, *s0, *sched(),
+                                   getattr(tally, "burn", 0) - b0[0],
+                                   getattr(tally, "seg_wall", 0) - b0[1],
+                                   getattr(tally, "seg_cpu", 0) - b0[2],
+                                   getattr(tally, "seg_runq", 0) - b0[3], ix))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -571,12 +598,17 @@ class _Graph:
         tpu_client = self._tpu_client(f"{node}.tpu") if (gpu and node == TPU_NODE) else None
         cpu_ms = run_ms * self.scale
         gpu_ms, tpu_ms = self.cfg["gpu_ms"], self.cfg["tpu_ms"]
+        tally_segments = self.mt_calls is not None and (gpu_client is not None
+                                                          or tpu_client is not None)
 
         async def work() -> None:
             c0 = time.thread_time_ns()
             crunch.request("spin", duration_ms=cpu_ms)
             c_seg = time.thread_time_ns()
-            self.burned.ns = getattr(self.burned, "ns", 0) + c_seg - c0
+            tally = self.tally
+            tally.burn = getattr(tally, "burn", 0) + c_seg - c0
+            if tally_segments:
+                w_seg, q_seg = time.monotonic_ns(), self.sched.read()[1]
             if gpu_client is not None:
                 g0 = time.monotonic_ns()
                 await self._segment(gpu_client, gpu_ms, self.drop_gpu)
@@ -588,6 +620,11 @@ class _Graph:
                                                + tuple(int(ts.get(k, 0)) for k in _STAGES))
             if tpu_client is not None:
                 await self._segment(tpu_client, tpu_ms, self.drop_tpu)
+            if tally_segments:
+                tally.seg_wall = getattr(tally, "seg_wall", 0) + time.monotonic_ns() - w_seg
+                tally.seg_cpu = getattr(tally, "seg_cpu", 0) + time.thread_time_ns() - c_seg
+                q = self.sched.read()[1]
+                tally.seg_runq = getattr(tally, "seg_runq", 0) + (q - q_seg if q_seg >= 0 else 0)
             if (self.method == "paam" and not self.async_segments
                     and time.monotonic_ns() >= self.record_from[0]):
                 # CPU time beyond the burn (rclpy, Python); direct kernels on the CPU backend
@@ -957,6 +994,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
             elif cfg["shared_mt"]:  # a shared PicasExecutor thread: E<i>'s core, E0's priority
                 hot_only = list(cfg["executors"]).index(ex_name) < cfg["mt_hot_threads"]
+                g.thread_ix.i = list(cfg["executors"]).index(ex_name)
                 if hot_only:
                     ex.set_thread_floor(HOT_PRIORITY)
                 rt_notes[f"MT thread {ex_name}"] = _set_priority(
@@ -1006,7 +1044,9 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              thread_cpu_keys=np.asarray(list(thread_cpus), dtype=str),
              thread_cpu_counts=np.asarray(list(thread_cpus.values()), dtype=np.int64),
              gc_ns=gc_pauses.array(),
-             hot_calls=g.hot_executor_calls.array())
+             hot_calls=g.hot_executor_calls.array(),
+             mt_calls=(g.mt_calls.array() if g.mt_calls is not None
+                       else np.zeros((0, threads_bd.CALL_COLS), dtype=np.int64)))
     for c in g.clients:
         c.close()
     for n in g.nodes.values():
@@ -1065,7 +1105,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 next_note += 30
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
         threads: dict[str, dict[str, int]] = {}
-        gpu_wall, gpu_stages, sub_drops, gc_ns, hot_calls = [], [], {}, {}, []
+        gpu_wall, gpu_stages, sub_drops, gc_ns, hot_calls, mt_calls = [], [], {}, {}, [], []
         for p, path, name in procs:
             common.join_child(p, path, f"{setup}/{method}: process {name}",
                               finish + 120 - time.monotonic())
@@ -1085,6 +1125,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                                          map(int, z["thread_cpu_counts"].tolist())))
                 gc_ns[name] = z["gc_ns"]
                 hot_calls.append(z["hot_calls"])
+                if "mt_calls" in z.files and len(z["mt_calls"]):
+                    mt_calls.append(z["mt_calls"])
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -1109,6 +1151,9 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             # a CPU and waiting for one at the start and at the end (ns, -1: unknown), the CPU
             # time it spent in the burn (ns); by start
             "hot_executor_calls_ns": _by_start(hot_calls),
+            # MT with one pool of threads: every callback (case_study2_threads.CALL_COLS), by
+            # start; None in the other setups
+            "mt_calls_ns": threads_bd.by_start(mt_calls) if mt_calls else None,
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
                               else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64)),
@@ -1589,6 +1634,8 @@ def run(args: argparse.Namespace) -> int:
              **_host_summary(r, pl), "gc": _gc_summary(r)}
         bd = executor_breakdown(r)
         s["hot_executor_from_due"] = _breakdown_summary(bd)
+        tb = threads_bd.thread_breakdown(r, HOT_PRIORITY)
+        s["mt_threads_from_due"] = threads_bd.thread_summary(tb, lat + r["lidar_late_ms"])
         if setup == "4ST" and m == "PAAM":
             s["analysis"] = analysis_bounds(r, args, pl, n_buckets, bd)
             if s["analysis"]:
@@ -1602,11 +1649,13 @@ def run(args: argparse.Namespace) -> int:
                      "bp_mean_ms": s["bp_period_ms"]["mean"], "bp_min_ms": s["bp_period_ms"]["min"],
                      "bp_max_ms": s["bp_period_ms"]["max"], "bp_std_ms": s["bp_period_ms"]["std"]})
         nan = np.full(len(lat), np.nan)
-        bd = bd or {}
-        for e, x, d, st, gap, ph, late, hop, front, *e0 in zip(
+        bd, tb = bd or {}, tb or {}
+        e0_cols = np.column_stack([bd.get(k, nan) for k in _E0_COLS])
+        mt_cols = np.column_stack([tb.get(k, nan) for k in threads_bd.COLS])
+        for e, x, d, st, gap, ph, late, hop, front, e0, mt in zip(
                 r["hot_end_ns"], lat, drops, r["latency_to_start_ms"], r["lidar_gap_ms"],
                 r["lidar_phase_ms"], r["lidar_late_ms"], r["hops_ms"], r["later_front"],
-                *(bd.get(k, nan) for k in _E0_COLS)):
+                e0_cols, mt_cols):
             raw_hot.append({"setup": setup, "method": m, "t_s": (int(e) - r["t0_ns"]) / 1e9,
                             "latency_ms": float(x), "drops": int(d),
                             # the later lidar callback's start after the earlier one's; the
@@ -1625,7 +1674,10 @@ def run(args: argparse.Namespace) -> int:
                             # E0 from the due time: busy in hot-path and in lower callbacks,
                             # outside callbacks, lower callbacks started (executor_breakdown)
                             **{f"e0_{k}": "" if np.isnan(v) else round(float(v), 3)
-                               for k, v in zip(_E0_COLS, e0)}})
+                               for k, v in zip(_E0_COLS, e0)},
+                            # MT with one pool of threads (case_study2_threads.thread_breakdown)
+                            **{f"mt_{k}": "" if np.isnan(v) else round(float(v), 3)
+                               for k, v in zip(threads_bd.COLS, mt)}})
         raw_bp.extend({"setup": setup, "method": m, "period_ms": float(x)} for x in bp)
         stage_rows.extend(_stage_rows(setup, m, r["gpu_stages_ns"], r["t0_ns"]))
         host_rows.extend(_host_rows(setup, m, r, pl))
@@ -1950,6 +2002,10 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "median over its callbacks (µs: p50 / p99 / max, the mean in the 1% of instances "
              "with the most time outside callbacks, its correlation with E0's own CPU time "
              "outside callbacks): C (CRC of 16 KiB), Python (a 256-step loop)", _probe_line)
+    _per_run(lines, summary, setups, methods, "mt_threads_from_due",
+             "MT with one pool of threads, each instance from the due time by what the threads "
+             "did (ms, the mean over all instances -> over the slowest 1%; hot callbacks summed, "
+             "the two lidar branches may overlap)", threads_bd.thread_line)
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "

@@ -1,0 +1,178 @@
+"""Case study 2's MT runs with one pool of threads: where each hot-path instance's time went.
+
+In the shared MT PicasExecutor (``--mt-executor shared``) and ROS 2's MultiThreadedExecutor any
+of the four threads runs any callback, so the hot path's executor has no thread of its own to
+follow (``case_study2.executor_breakdown`` follows E0's thread in 4ST and partitioned MT). Here
+every callback is on record instead (:data:`CALL_COLS`), with the thread that ran it and that
+thread's scheduler counters, and each instance's time from the later lidar timer's due time to
+the estimator's end is split by what the threads were doing:
+
+* ``hot_ms``: at least one hot-path callback running (on any thread);
+* ``blocked_ms``: none, and every thread inside a lower-priority callback: ready hot work, if
+  any, had no thread (the executor does not preempt);
+* ``idle_ms``: none, and a thread out of callbacks: the hot path's next message on its way
+  (rclpy's publish, DDS, the wait set) or the executor picking it.
+
+The three add up to the instance's time from the due time. Then, summed over the hot-path
+callbacks in the instance (the two lidar branches may overlap), the parts of their wall time:
+in accelerator requests (not waiting for a CPU there: the device, paamd, the wake-up), the
+number cruncher's burn, their other CPU time (Python's and rclpy's), runnable but waiting for a
+CPU (in requests too), and the rest, off a CPU and not waiting for one (the GIL or another lock,
+or time the host took); and, before each hot-path callback that starts inside the instance, the
+gap on its own thread since that thread's previous callback: its CPU time (the executor's own
+work) and its wait for a CPU.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from paam.eval import common
+
+# one row per callback: start and end (ns, monotonic), node (case_study2.NODE_IDS), chain
+# priority, the thread's CPU and run-queue ns at the start and at the end (-1: no schedstat),
+# ns of CPU in the number cruncher's burn, ns of wall time, of CPU time and of waiting for a CPU
+# in accelerator requests, the thread's index
+CALL_COLS = 13
+(START, END, NODE, PRIO, CPU0, RUNQ0, CPU1, RUNQ1, BURN, SEG_WALL, SEG_CPU, SEG_RUNQ,
+ THREAD) = range(CALL_COLS)
+
+# per instance (ms, except hot_calls)
+COLS = ("hot_ms", "blocked_ms", "idle_ms", "hot_calls", "hot_seg_ms", "hot_burn_ms",
+        "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms", "pick_cpu_ms", "pick_runq_ms")
+# the split of the time from the due time, and of the hot callbacks' time
+TIME_SPLIT = ("hot_ms", "blocked_ms", "idle_ms")
+HOT_SPLIT = ("hot_seg_ms", "hot_burn_ms", "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms")
+PICK_SPLIT = ("pick_cpu_ms", "pick_runq_ms")
+
+
+def by_start(parts: list[np.ndarray]) -> np.ndarray:
+    """The records of a run's processes as one array, by start."""
+    a = np.vstack(parts) if parts else np.zeros((0, CALL_COLS), dtype=np.int64)
+    return a[np.argsort(a[:, START], kind="stable")]
+
+
+def _previous_on_thread(calls: np.ndarray) -> np.ndarray:
+    """Per call (sorted by start), the index of the same thread's previous call, -1 for none."""
+    prev = np.full(len(calls), -1, dtype=np.int64)
+    for t in np.unique(calls[:, THREAD]):
+        idx = np.flatnonzero(calls[:, THREAD] == t)
+        prev[idx[1:]] = idx[:-1]
+    return prev
+
+
+def _occupancy(s: np.ndarray, e: np.ndarray, hot: np.ndarray, threads: int) -> tuple:
+    """ms of [min(s), max(e)] with a hot call running, with none and every thread in a lower
+    one; s and e clipped to the instance already."""
+    t = np.concatenate([s, e])
+    h = hot.astype(np.int64)
+    d_hot, d_low = np.concatenate([h, -h]), np.concatenate([1 - h, h - 1])
+    # ends before starts at one instant: a thread that ends a call and starts the next at the
+    # same ns was not busy twice
+    order = np.lexsort((np.concatenate([np.ones(len(s)), np.zeros(len(e))]), t))
+    t, n_hot, n_low = t[order], np.cumsum(d_hot[order]), np.cumsum(d_low[order])
+    span = np.diff(t)
+    hot_ms = span[n_hot[:-1] > 0].sum() / 1e6
+    blocked_ms = span[(n_hot[:-1] == 0) & (n_low[:-1] >= threads)].sum() / 1e6
+    return hot_ms, blocked_ms
+
+
+def thread_breakdown(r: dict, hot_priority: int) -> dict[str, np.ndarray] | None:
+    """Per hot-path instance, :data:`COLS` (see the module's text) from ``r["mt_calls_ns"]``,
+    the callbacks at ``hot_priority`` or above being the hot path's. NaN for instances the
+    record does not cover, and the counters' columns NaN without schedstat. None where there
+    is no record (other setups, awaited segments)."""
+    calls = r.get("mt_calls_ns")
+    late = r.get("lidar_late_ms")
+    if calls is None or not len(calls) or late is None:
+        return None
+    ends, lat = r["hot_end_ns"], r["latency_ms"]
+    due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
+    starts, stops = calls[:, START], calls[:, END]
+    hot = calls[:, PRIO] >= hot_priority
+    threads = len(np.unique(calls[:, THREAD]))
+    longest = int((stops - starts).max())
+    prev = _previous_on_thread(calls)
+    sched_ok = (calls[:, CPU0:RUNQ1 + 1] >= 0).all(axis=1)
+    out = {k: np.full(len(lat), np.nan) for k in COLS}
+    for i in np.flatnonzero(~np.isnan(late)):
+        a, b = due[i], ends[i]
+        if a < starts[0]:
+            continue  # the record does not reach back to this instance's due time
+        lo = np.searchsorted(starts, a - longest, "left")
+        hi = np.searchsorted(starts, b, "left")
+        j = lo + np.flatnonzero(stops[lo:hi] > a)
+        s, e = np.maximum(starts[j], a), np.minimum(stops[j], b)
+        h = hot[j]
+        hot_ms, blocked_ms = _occupancy(s, e, h, threads) if len(j) else (0.0, 0.0)
+        out["hot_ms"][i], out["blocked_ms"][i] = hot_ms, blocked_ms
+        out["idle_ms"][i] = (b - a) / 1e6 - hot_ms - blocked_ms
+        hj = j[h]
+        out["hot_calls"][i] = len(hj)
+        if not len(hj):
+            continue
+        c = calls[hj]
+        dur = np.maximum(c[:, END] - c[:, START], 1)
+        w = (e[h] - s[h]) / dur  # the share of each hot call inside the instance
+        out["hot_burn_ms"][i] = (c[:, BURN] * w).sum() / 1e6
+        if sched_ok[hj].all():
+            # a call's wall time = in requests not waiting for a CPU + burn + other CPU +
+            # waiting for a CPU (in requests too) + off a CPU outside requests
+            seg = c[:, SEG_WALL] - c[:, SEG_RUNQ]
+            cpu, runq = c[:, CPU1] - c[:, CPU0], c[:, RUNQ1] - c[:, RUNQ0]
+            out["hot_seg_ms"][i] = (seg * w).sum() / 1e6
+            out["hot_other_cpu_ms"][i] = ((cpu - c[:, BURN] - c[:, SEG_CPU]) * w).sum() / 1e6
+            out["hot_runq_ms"][i] = (runq * w).sum() / 1e6
+            off = dur - seg - (cpu - c[:, SEG_CPU]) - runq
+            out["hot_off_ms"][i] = (np.maximum(off, 0) * w).sum() / 1e6
+            # the gaps before the hot calls that start inside the instance
+            k = hj[(c[:, START] > a) & (prev[hj] >= 0)]
+            p = prev[k]
+            if not len(k):
+                out["pick_cpu_ms"][i] = out["pick_runq_ms"][i] = 0.0
+            elif sched_ok[p].all():
+                out["pick_cpu_ms"][i] = (calls[k, CPU0] - calls[p, CPU1]).sum() / 1e6
+                out["pick_runq_ms"][i] = (calls[k, RUNQ0] - calls[p, RUNQ1]).sum() / 1e6
+    return out
+
+
+def thread_summary(bd: dict | None, from_due_ms: np.ndarray) -> dict[str, Any] | None:
+    """:func:`thread_breakdown` summarized: each column over the instances on record, the means
+    over all of them and over the slowest 1% (by the time from the due time,
+    ``from_due_ms`` per instance, NaN where unknown), and the slowest instance's."""
+    if bd is None:
+        return None
+    ok = ~np.isnan(bd["hot_ms"]) & ~np.isnan(from_due_ms)
+    if not ok.any():
+        return None
+    x = from_due_ms[ok]
+    top = ok & (from_due_ms >= np.quantile(x, 0.99))
+    worst = int(np.flatnonzero(ok)[np.argmax(x)])
+
+    def means(sel: np.ndarray) -> dict[str, float]:
+        return {"instances": int(sel.sum()), "from_due_ms": float(from_due_ms[sel].mean()),
+                **{k: float(np.nanmean(bd[k][sel])) if (~np.isnan(bd[k][sel])).any()
+                   else float("nan") for k in COLS}}
+
+    return {"instances": int(ok.sum()), **{k: common.summarize(bd[k][ok]) for k in COLS},
+            "mean_all": means(ok), "mean_slowest_1pct": means(top),
+            "slowest": {"from_due_ms": float(from_due_ms[worst]),
+                        **{k: float(bd[k][worst]) for k in COLS}}}
+
+
+def thread_line(b: dict) -> str:
+    """summary.txt's line for :func:`thread_summary`: means over all instances -> over the
+    slowest 1%."""
+    a, t = b["mean_all"], b["mean_slowest_1pct"]
+
+    def pair(k: str) -> str:
+        return f"{common.fmt(a[k])} -> {common.fmt(t[k])}"
+
+    return (f"from due {pair('from_due_ms')} ({t['instances']} slowest) = hot running "
+            f"{pair('hot_ms')} + all threads in lower callbacks {pair('blocked_ms')} + a thread "
+            f"free, no hot running {pair('idle_ms')}; inside hot callbacks: requests "
+            f"{pair('hot_seg_ms')}, burn {pair('hot_burn_ms')}, other CPU "
+            f"{pair('hot_other_cpu_ms')}, waiting for a CPU {pair('hot_runq_ms')}, off CPU "
+            f"{pair('hot_off_ms')}; before them on their threads: CPU {pair('pick_cpu_ms')}, "
+            f"waiting for a CPU {pair('pick_runq_ms')}")
