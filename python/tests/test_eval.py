@@ -670,9 +670,11 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
     threads, each pinned to a 4ST executor's core at E0's priority, share every callback; the
     hot path completes and the summary says so. With --mt-hot-threads 1 the thread on E0's core
     runs the hot path only (the other callbacks still run: the behavior planner's period); with
-    --hot-lanes 2 the GPU paamd's top bucket has two lanes."""
+    --hot-lanes 2 the GPU paamd's top bucket has two lanes; --switch-interval-ms reaches the
+    executor process."""
     data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "picas,paam",
-                      "--mt-executor", "shared", "--mt-hot-threads", "1", "--hot-lanes", "2")
+                      "--mt-executor", "shared", "--mt-hot-threads", "1", "--hot-lanes", "2",
+                      "--switch-interval-ms", "1")
     assert data["params"]["mt_executor"] == "shared" and data["params"]["mt_hot_threads"] == 1
     text = (tmp_path / "summary.txt").read_text()
     assert "one MultiThreadedPicasExecutor" in text and "first 1 thread(s)" in text
@@ -687,6 +689,7 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
         # callback is on record with its thread instead
         assert not s.get("hot_executor_from_due"), method
         _mt_split_adds_up(s["mt_threads_from_due"])
+        assert s["python_switch_interval_ms"] == pytest.approx(1.0), method
 
 
 def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
@@ -1375,7 +1378,9 @@ def test_case_study_2_refuses_hot_threads_without_the_shared_executor_and_bad_co
     for extra, msg in ((["--mt-hot-threads", "1"], "needs --mt-executor shared"),
                        (["--mt-executor", "shared", "--mt-hot-threads", "4"], "0 to 3"),
                        (["--mt-executor", "shared", "--mt-hot-threads", "-1"], "0 to 3"),
-                       (["--hot-lanes", "0"], "1 to 8")):
+                       (["--hot-lanes", "0"], "1 to 8"),
+                       (["--switch-interval-ms", "0"], "above 0"),
+                       (["--switch-interval-ms", "-2"], "above 0")):
         with pytest.raises(SystemExit, match=msg):
             main(["eval", "case-study-2", "--quick", "--setups", "MT", *extra,
                   "--out", str(tmp_path)])

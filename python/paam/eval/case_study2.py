@@ -915,6 +915,8 @@ def drain_and_shut_down(ex, timeout_s: float) -> bool:
 
 def _executor(cfg: dict, path: str, sync: dict) -> None:
     cpus = sorted(set(cfg["cpus"].values()))
+    if cfg["switch_interval_ms"] is not None:
+        sys.setswitchinterval(cfg["switch_interval_ms"] / 1e3)
     # Every thread started from here (DDS's included) on the process's executor cores, or with
     # --dds-cpus spare on the cores no executor uses; each executor thread then pins itself.
     common.pin_this_thread(cfg["helper_cpus"] or cpus)
@@ -1045,6 +1047,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
              thread_cpu_counts=np.asarray(list(thread_cpus.values()), dtype=np.int64),
              gc_ns=gc_pauses.array(),
              hot_calls=g.hot_executor_calls.array(),
+             switch_interval=np.float64(sys.getswitchinterval()),
              mt_calls=(g.mt_calls.array() if g.mt_calls is not None
                        else np.zeros((0, threads_bd.CALL_COLS), dtype=np.int64)))
     for c in g.clients:
@@ -1074,6 +1077,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
             "shared_mt": setup == "MT" and method != "ros2" and args.mt_executor == "shared",
             "mt_hot_threads": args.mt_hot_threads,
+            "switch_interval_ms": args.switch_interval_ms,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1106,6 +1110,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
         hot, bp, published, excess, rt = [], [], np.zeros(2, dtype=np.int64), [], []
         threads: dict[str, dict[str, int]] = {}
         gpu_wall, gpu_stages, sub_drops, gc_ns, hot_calls, mt_calls = [], [], {}, {}, [], []
+        switch_s: list[float] = []
         for p, path, name in procs:
             common.join_child(p, path, f"{setup}/{method}: process {name}",
                               finish + 120 - time.monotonic())
@@ -1127,6 +1132,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
                 hot_calls.append(z["hot_calls"])
                 if "mt_calls" in z.files and len(z["mt_calls"]):
                     mt_calls.append(z["mt_calls"])
+                switch_s.append(float(z["switch_interval"]))
     hot_a = np.vstack(hot) if hot else np.zeros((0, _HOT_COLS), dtype=np.int64)
     hot_a = hot_a[np.argsort(hot_a[:, 0])]
     starts = np.sort(np.concatenate(bp)) if bp else np.zeros(0, dtype=np.int64)
@@ -1154,6 +1160,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             # MT with one pool of threads: every callback (case_study2_threads.CALL_COLS), by
             # start; None in the other setups
             "mt_calls_ns": threads_bd.by_start(mt_calls) if mt_calls else None,
+            # Python's switch interval in the executor processes (ms)
+            "switch_interval_ms": max(switch_s) * 1e3 if switch_s else float("nan"),
             # per PAAM GPU request: chain priority, then paamd's _STAGES stamps (ns)
             "gpu_stages_ns": (np.vstack(gpu_stages) if gpu_stages
                               else np.zeros((0, 1 + len(_STAGES)), dtype=np.int64)),
@@ -1401,6 +1409,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "only the hot path's callbacks (a priority floor per thread), the "
                         f"others any callback; 0 to {len(EXECUTORS) - 1} (default 0: every "
                         "thread runs any callback)")
+    p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
+                   help="Python's switch interval in the executor processes "
+                        "(sys.setswitchinterval): how long a thread holding the GIL keeps it "
+                        "from a thread that asks for it; above 0 (default: Python's, 5 ms). "
+                        "Where a pool of threads shares one process (MT), a hot-path callback "
+                        "may wait this long for a lower one's Python work")
     p.add_argument("--dds-cpus", default="executor", choices=["executor", "spare"],
                    help="where each executor process's other threads run (Fast DDS's receive "
                         "and event threads): on the process's executor cores (default, as "
@@ -1523,6 +1537,9 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"--mt-hot-threads: 0 to {len(EXECUTORS) - 1} (one thread at least "
                          f"must run any callback), not {args.mt_hot_threads}")
     args.mt_executor = getattr(args, "mt_executor", "partitioned")
+    args.switch_interval_ms = getattr(args, "switch_interval_ms", None)
+    if args.switch_interval_ms is not None and not args.switch_interval_ms > 0:
+        raise SystemExit(f"--switch-interval-ms: above 0, not {args.switch_interval_ms}")
     if args.mt_hot_threads and args.mt_executor != "shared":
         raise SystemExit("--mt-hot-threads needs --mt-executor shared (the partitioned MT's "
                          "threads each run their own executor's nodes)")
@@ -1631,7 +1648,8 @@ def run(args: argparse.Namespace) -> int:
              # the hot path from the later lidar timer's due time: the KPI above starts at its
              # callback's start, as the reference system's does, and leaves its lateness out
              "hot_path_from_due_ms": common.summarize(_from_due(lat, r["lidar_late_ms"])),
-             **_host_summary(r, pl), "gc": _gc_summary(r)}
+             **_host_summary(r, pl), "gc": _gc_summary(r),
+             "python_switch_interval_ms": r["switch_interval_ms"]}
         bd = executor_breakdown(r)
         s["hot_executor_from_due"] = _breakdown_summary(bd)
         tb = threads_bd.thread_breakdown(r, HOT_PRIORITY)
@@ -1897,6 +1915,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                 if getattr(args, "mt_executor", "partitioned") == "shared" else "")
              + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
                 "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else "")
+             + (f"; Python's switch interval {args.switch_interval_ms:g} ms "
+                "(--switch-interval-ms)" if getattr(args, "switch_interval_ms", None) else "")
              + (f"; the hot path's GPU bucket runs {args.hot_lanes} kernels at once "
                 "(--hot-lanes)" if getattr(args, "hot_lanes", 1) > 1 else ""),
              common.machine_line(meta),
