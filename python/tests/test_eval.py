@@ -642,8 +642,10 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
     """MT at the smoke scale (--quick runs 4ST unless --setups says MT): one process, rclpy's
     MultiThreadedExecutor for ROS 2 and four PicasExecutor threads for PAAM, each pinned to its
     core. (A name shadowed in MT only once failed every MT run at its end, unseen by 4ST.)"""
-    data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "ros2,paam")
+    data = _cs2_quick(tmp_path, "--setups", "MT", "--methods", "ros2,paam",
+                      "--intersection-groups", "connection")
     assert data["params"]["setups"] == "MT"
+    assert "connections in a callback group each" in (tmp_path / "summary.txt").read_text()
     for method in ("ROS 2", "PAAM"):
         s = _cs2_hot_path_ran(data, "MT", method)
         threads = s["thread_cpus"]
@@ -654,6 +656,9 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
     # ROS 2's pool of threads has every callback on record; the partitioned PAAM has E0's
     mt = data["results"]["MT"]["ROS 2"]["mt_threads_from_due"]
     _mt_split_adds_up(mt)
+    # (only the intersection node's connections, each in its own group, may run at once)
+    assert set(data["results"]["MT"]["ROS 2"]["mt_node_overlap_ms"]) <= {
+        "EuclideanClusterDetector"}
     assert not data["results"]["MT"]["PAAM"].get("mt_threads_from_due")
 
 
@@ -661,7 +666,8 @@ def _mt_split_adds_up(mt: dict) -> None:
     """case_study2_threads' split of the time from the due time adds up to it, on average."""
     a = mt["mean_all"]
     assert mt["instances"] >= 10 and a["hot_calls"] >= 7, a
-    assert a["hot_ms"] + a["blocked_ms"] + a["idle_ms"] == pytest.approx(a["from_due_ms"]), a
+    assert sum(a[k] for k in ("hot_ms", "held_ms", "blocked_ms", "idle_ms")) == pytest.approx(
+        a["from_due_ms"]), a
     assert a["hot_burn_ms"] > 0 and a["hot_ms"] > 0, a
 
 
@@ -689,6 +695,8 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
         # callback is on record with its thread instead
         assert not s.get("hot_executor_from_due"), method
         _mt_split_adds_up(s["mt_threads_from_due"])
+        # every node's callbacks in its one mutually exclusive group: never two at once
+        assert s["mt_node_overlap_ms"] == {}, (method, s["mt_node_overlap_ms"])
         assert s["python_switch_interval_ms"] == pytest.approx(1.0), method
 
 
@@ -770,7 +778,8 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     ms, t = 1_000_000, 1_000_000_000  # (t: the instance's due time)
 
     def call(thread, start, end, prio, cpu=(0, 0), runq=(0, 0), burn=0, seg=(0, 0, 0)):
-        row = [t + start * ms, t + end * ms, 0, prio, cpu[0] * ms, runq[0] * ms, cpu[1] * ms,
+        node = 5 if prio == 100 else 0  # (node 5 is on the hot path, 0 is not)
+        row = [t + start * ms, t + end * ms, node, prio, cpu[0] * ms, runq[0] * ms, cpu[1] * ms,
                runq[1] * ms, burn * ms, *(x * ms for x in seg), thread]
         assert len(row) == tb.CALL_COLS
         return row
@@ -784,29 +793,38 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
         # hot on thread 1 after a gap of 5 ms CPU and 2 waiting since its lower call
         call(1, 70, 100, 100, cpu=(50, 70), runq=(12, 12), burn=18, seg=(10, 2, 0)),
     ], dtype=np.int64)])
+    calls[3, tb.NODE] = 1  # (the two lower calls of two nodes)
     r = {"mt_calls_ns": calls, "hot_end_ns": np.array([t + 100 * ms]),
          "latency_ms": np.array([98.0]), "lidar_late_ms": np.array([2.0])}
-    bd = tb.thread_breakdown(r, 100)
+    bd = tb.thread_breakdown(r, 100, {5})
     got = {k: float(v[0]) for k, v in bd.items()}
     assert got == pytest.approx({
-        "hot_ms": 60, "blocked_ms": 10, "idle_ms": 30, "hot_calls": 2, "hot_seg_ms": 15,
-        "hot_burn_ms": 33, "hot_other_cpu_ms": 4, "hot_runq_ms": 5, "hot_off_ms": 3,
-        "pick_cpu_ms": 5, "pick_runq_ms": 2})
+        "hot_ms": 60, "held_ms": 0, "blocked_ms": 10, "idle_ms": 30, "hot_calls": 2,
+        "hot_seg_ms": 15, "hot_burn_ms": 33, "hot_other_cpu_ms": 4, "hot_runq_ms": 5,
+        "hot_off_ms": 3, "pick_cpu_ms": 5, "pick_runq_ms": 2})
     s = tb.thread_summary(bd, np.array([100.0]))
     assert s["instances"] == 1 and s["mean_slowest_1pct"]["blocked_ms"] == pytest.approx(10)
     assert "all threads in lower callbacks 10.0 -> 10.0" in tb.thread_line(s)
+    # thread 1's lower call on the hot node: no hot call running while it runs is the node held
+    held = calls.copy()
+    held[2, tb.NODE] = 5
+    bd = tb.thread_breakdown(dict(r, mt_calls_ns=held), 100, {5})
+    assert [bd[k][0] for k in tb.TIME_SPLIT] == pytest.approx([60, 20, 0, 20])
+    # two callbacks of one node at once: 20 ms of node 5's, none of node 0's (one at a time)
+    assert tb.node_overlaps(held, [f"n{i}" for i in range(6)]) == pytest.approx({"n5": 20})
+    assert tb.node_overlaps(calls, [f"n{i}" for i in range(6)]) == {}
     # with three threads, two in lower calls is not blocked
     calls3 = np.vstack([calls, calls[:1]])
     calls3[-1, tb.THREAD] = 2
     r3 = dict(r, mt_calls_ns=tb.by_start([calls3]))
-    assert tb.thread_breakdown(r3, 100)["blocked_ms"][0] == pytest.approx(0)
+    assert tb.thread_breakdown(r3, 100, {5})["blocked_ms"][0] == pytest.approx(0)
     # without schedstat the counters' columns are unknown, the time split is not
     calls[:, tb.CPU0:tb.RUNQ1 + 1] = -1
-    bd = tb.thread_breakdown(dict(r, mt_calls_ns=calls), 100)
+    bd = tb.thread_breakdown(dict(r, mt_calls_ns=calls), 100, {5})
     assert bd["idle_ms"][0] == pytest.approx(30) and np.isnan(bd["hot_runq_ms"][0])
     # not on record: a record that starts after the due time, none at all
-    assert np.isnan(tb.thread_breakdown(dict(r, mt_calls_ns=calls[2:]), 100)["hot_ms"][0])
-    assert tb.thread_breakdown(dict(r, mt_calls_ns=None), 100) is None
+    assert np.isnan(tb.thread_breakdown(dict(r, mt_calls_ns=calls[2:]), 100, {5})["hot_ms"][0])
+    assert tb.thread_breakdown(dict(r, mt_calls_ns=None), 100, {5}) is None
     assert tb.thread_summary(None, np.array([1.0])) is None
 
 

@@ -773,11 +773,13 @@ class _Graph:
                     conn["seq"] += 1
                     hist[me] = (time.monotonic_ns(), conn["seq"], miss)
                     self._send(pub, hist)
-                # With async segments each connection gets a callback group of its own: the
-                # settings connection awaiting its low-priority request must not hold the
-                # hot-path connection of the same node (they share no state).
+                # With async segments or --intersection-groups connection each connection
+                # gets a callback group of its own: the settings connection (running, or
+                # awaiting its low-priority request) then does not hold the hot-path connection
+                # of the same node out where threads could run both (they share no state).
+                # Else both are in the node's default group, as in the reference system.
                 group = None
-                if self.async_segments:
+                if self.async_segments or self.cfg["intersection_groups"] == "connection":
                     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
                     group = MutuallyExclusiveCallbackGroup()
                 self._subscribe(node, t_in, on_msg, executor, spec.name, i, group)
@@ -1078,6 +1080,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "shared_mt": setup == "MT" and method != "ros2" and args.mt_executor == "shared",
             "mt_hot_threads": args.mt_hot_threads,
             "switch_interval_ms": args.switch_interval_ms,
+            "intersection_groups": args.intersection_groups,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1409,6 +1412,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "only the hot path's callbacks (a priority floor per thread), the "
                         f"others any callback; 0 to {len(EXECUTORS) - 1} (default 0: every "
                         "thread runs any callback)")
+    p.add_argument("--intersection-groups", default="node", choices=["node", "connection"],
+                   help="the intersection node's (EuclideanClusterDetector's) two connections: "
+                        "in the node's one mutually exclusive callback group (node, default: "
+                        "the reference system's), or each in its own (connection: where several "
+                        "threads run the node, MT, its hot-path connection no longer waits for "
+                        "the cluster-settings one; always so with --segments async)")
     p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
                    help="Python's switch interval in the executor processes "
                         "(sys.setswitchinterval): how long a thread holding the GIL keeps it "
@@ -1538,6 +1547,7 @@ def run(args: argparse.Namespace) -> int:
                          f"must run any callback), not {args.mt_hot_threads}")
     args.mt_executor = getattr(args, "mt_executor", "partitioned")
     args.switch_interval_ms = getattr(args, "switch_interval_ms", None)
+    args.intersection_groups = getattr(args, "intersection_groups", "node")
     if args.switch_interval_ms is not None and not args.switch_interval_ms > 0:
         raise SystemExit(f"--switch-interval-ms: above 0, not {args.switch_interval_ms}")
     if args.mt_hot_threads and args.mt_executor != "shared":
@@ -1652,8 +1662,11 @@ def run(args: argparse.Namespace) -> int:
              "python_switch_interval_ms": r["switch_interval_ms"]}
         bd = executor_breakdown(r)
         s["hot_executor_from_due"] = _breakdown_summary(bd)
-        tb = threads_bd.thread_breakdown(r, HOT_PRIORITY)
+        tb = threads_bd.thread_breakdown(r, HOT_PRIORITY, HOT_IDS)
         s["mt_threads_from_due"] = threads_bd.thread_summary(tb, lat + r["lidar_late_ms"])
+        if r.get("mt_calls_ns") is not None:
+            s["mt_node_overlap_ms"] = threads_bd.node_overlaps(r["mt_calls_ns"],
+                                                               [n.name for n in SYSTEM])
         if setup == "4ST" and m == "PAAM":
             s["analysis"] = analysis_bounds(r, args, pl, n_buckets, bd)
             if s["analysis"]:
@@ -1915,6 +1928,9 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
                 if getattr(args, "mt_executor", "partitioned") == "shared" else "")
              + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
                 "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else "")
+             + ("; the intersection node's connections in a callback group each "
+                "(--intersection-groups connection)"
+                if getattr(args, "intersection_groups", "node") == "connection" else "")
              + (f"; Python's switch interval {args.switch_interval_ms:g} ms "
                 "(--switch-interval-ms)" if getattr(args, "switch_interval_ms", None) else "")
              + (f"; the hot path's GPU bucket runs {args.hot_lanes} kernels at once "
@@ -2026,6 +2042,10 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              "MT with one pool of threads, each instance from the due time by what the threads "
              "did (ms, the mean over all instances -> over the slowest 1%; hot callbacks summed, "
              "the two lidar branches may overlap)", threads_bd.thread_line)
+    _per_run(lines, summary, setups, methods, "mt_node_overlap_ms",
+             "MT with one pool of threads: callbacks of one node running at the same time (ms "
+             "over the run, per node; a node's callbacks in one mutually exclusive group never "
+             "do)", lambda d: ", ".join(f"{k} {common.fmt(v)}" for k, v in d.items()) or "none")
     _per_run(lines, summary, setups, methods, "analysis",
              "the analysis' bound on the hot path (ms, from the due time; period 100 ms): as "
              "written | + the executor's and Python's cost per callback | + the settings "

@@ -8,12 +8,15 @@ thread's scheduler counters, and each instance's time from the later lidar timer
 the estimator's end is split by what the threads were doing:
 
 * ``hot_ms``: at least one hot-path callback running (on any thread);
-* ``blocked_ms``: none, and every thread inside a lower-priority callback: ready hot work, if
-  any, had no thread (the executor does not preempt);
-* ``idle_ms``: none, and a thread out of callbacks: the hot path's next message on its way
-  (rclpy's publish, DDS, the wait set) or the executor picking it.
+* ``held_ms``: none, and a lower-priority callback of a hot-path node running: the
+  intersection node's cluster-settings connection, which in the node's one mutually exclusive
+  callback group (the reference system's) holds the node's hot-path connection out;
+* ``blocked_ms``: neither, and every thread inside a lower-priority callback: ready hot work,
+  if any, had no thread (the executor does not preempt);
+* ``idle_ms``: none of these, and a thread out of callbacks: the hot path's next message on
+  its way (rclpy's publish, DDS, the wait set) or the executor picking it.
 
-The three add up to the instance's time from the due time. Then, summed over the hot-path
+The four add up to the instance's time from the due time. Then, summed over the hot-path
 callbacks in the instance (the two lidar branches may overlap), the parts of their wall time:
 in accelerator requests (not waiting for a CPU there: the device, paamd, the wake-up), the
 number cruncher's burn, their other CPU time (Python's and rclpy's), runnable but waiting for a
@@ -24,7 +27,7 @@ work) and its wait for a CPU.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -39,10 +42,10 @@ CALL_COLS = 13
  THREAD) = range(CALL_COLS)
 
 # per instance (ms, except hot_calls)
-COLS = ("hot_ms", "blocked_ms", "idle_ms", "hot_calls", "hot_seg_ms", "hot_burn_ms",
+COLS = ("hot_ms", "held_ms", "blocked_ms", "idle_ms", "hot_calls", "hot_seg_ms", "hot_burn_ms",
         "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms", "pick_cpu_ms", "pick_runq_ms")
 # the split of the time from the due time, and of the hot callbacks' time
-TIME_SPLIT = ("hot_ms", "blocked_ms", "idle_ms")
+TIME_SPLIT = ("hot_ms", "held_ms", "blocked_ms", "idle_ms")
 HOT_SPLIT = ("hot_seg_ms", "hot_burn_ms", "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms")
 PICK_SPLIT = ("pick_cpu_ms", "pick_runq_ms")
 
@@ -62,25 +65,31 @@ def _previous_on_thread(calls: np.ndarray) -> np.ndarray:
     return prev
 
 
-def _occupancy(s: np.ndarray, e: np.ndarray, hot: np.ndarray, threads: int) -> tuple:
-    """ms of [min(s), max(e)] with a hot call running, with none and every thread in a lower
-    one; s and e clipped to the instance already."""
+def _occupancy(s: np.ndarray, e: np.ndarray, hot: np.ndarray, holds: np.ndarray,
+               threads: int) -> tuple[float, float, float]:
+    """ms of [min(s), max(e)] with a hot call running; with none and a holding one (a lower
+    call of a hot node) running; with neither and every thread in a lower call. s and e are
+    clipped to the instance already."""
     t = np.concatenate([s, e])
-    h = hot.astype(np.int64)
+    h, k = hot.astype(np.int64), holds.astype(np.int64)
     d_hot, d_low = np.concatenate([h, -h]), np.concatenate([1 - h, h - 1])
+    d_hold = np.concatenate([k, -k])
     # ends before starts at one instant: a thread that ends a call and starts the next at the
     # same ns was not busy twice
     order = np.lexsort((np.concatenate([np.ones(len(s)), np.zeros(len(e))]), t))
-    t, n_hot, n_low = t[order], np.cumsum(d_hot[order]), np.cumsum(d_low[order])
+    t = t[order]
+    n_hot, n_low, n_hold = (np.cumsum(d[order])[:-1] for d in (d_hot, d_low, d_hold))
     span = np.diff(t)
-    hot_ms = span[n_hot[:-1] > 0].sum() / 1e6
-    blocked_ms = span[(n_hot[:-1] == 0) & (n_low[:-1] >= threads)].sum() / 1e6
-    return hot_ms, blocked_ms
+    no_hot = n_hot == 0
+    return (span[~no_hot].sum() / 1e6, span[no_hot & (n_hold > 0)].sum() / 1e6,
+            span[no_hot & (n_hold == 0) & (n_low >= threads)].sum() / 1e6)
 
 
-def thread_breakdown(r: dict, hot_priority: int) -> dict[str, np.ndarray] | None:
+def thread_breakdown(r: dict, hot_priority: int,
+                     hot_nodes: Iterable[int]) -> dict[str, np.ndarray] | None:
     """Per hot-path instance, :data:`COLS` (see the module's text) from ``r["mt_calls_ns"]``,
-    the callbacks at ``hot_priority`` or above being the hot path's. NaN for instances the
+    the callbacks at ``hot_priority`` or above being the hot path's and ``hot_nodes`` its
+    nodes (ids). NaN for instances the
     record does not cover, and the counters' columns NaN without schedstat. None where there
     is no record (other setups, awaited segments)."""
     calls = r.get("mt_calls_ns")
@@ -91,6 +100,7 @@ def thread_breakdown(r: dict, hot_priority: int) -> dict[str, np.ndarray] | None
     due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
     starts, stops = calls[:, START], calls[:, END]
     hot = calls[:, PRIO] >= hot_priority
+    holds = ~hot & np.isin(calls[:, NODE], list(hot_nodes))
     threads = len(np.unique(calls[:, THREAD]))
     longest = int((stops - starts).max())
     prev = _previous_on_thread(calls)
@@ -105,9 +115,10 @@ def thread_breakdown(r: dict, hot_priority: int) -> dict[str, np.ndarray] | None
         j = lo + np.flatnonzero(stops[lo:hi] > a)
         s, e = np.maximum(starts[j], a), np.minimum(stops[j], b)
         h = hot[j]
-        hot_ms, blocked_ms = _occupancy(s, e, h, threads) if len(j) else (0.0, 0.0)
-        out["hot_ms"][i], out["blocked_ms"][i] = hot_ms, blocked_ms
-        out["idle_ms"][i] = (b - a) / 1e6 - hot_ms - blocked_ms
+        split = _occupancy(s, e, h, holds[j], threads) if len(j) else (0.0, 0.0, 0.0)
+        for k, v in zip(("hot_ms", "held_ms", "blocked_ms"), split):
+            out[k][i] = v
+        out["idle_ms"][i] = (b - a) / 1e6 - sum(split)
         hj = j[h]
         out["hot_calls"][i] = len(hj)
         if not len(hj):
@@ -161,6 +172,19 @@ def thread_summary(bd: dict | None, from_due_ms: np.ndarray) -> dict[str, Any] |
                         **{k: float(bd[k][worst]) for k in COLS}}}
 
 
+def node_overlaps(calls: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """ms for which two callbacks of one node ran at the same time, per node where any did
+    (``names``: by node id). A node's callbacks in one mutually exclusive group never do."""
+    out = {}
+    for n in np.unique(calls[:, NODE]):
+        c = calls[calls[:, NODE] == n]  # (by start)
+        reach = np.maximum.accumulate(c[:, END])  # the latest end so far
+        over = np.clip(np.minimum(reach[:-1], c[1:, END]) - c[1:, START], 0, None).sum()
+        if over > 0:
+            out[names[int(n)]] = float(over / 1e6)
+    return out
+
+
 def thread_line(b: dict) -> str:
     """summary.txt's line for :func:`thread_summary`: means over all instances -> over the
     slowest 1%."""
@@ -170,7 +194,8 @@ def thread_line(b: dict) -> str:
         return f"{common.fmt(a[k])} -> {common.fmt(t[k])}"
 
     return (f"from due {pair('from_due_ms')} ({t['instances']} slowest) = hot running "
-            f"{pair('hot_ms')} + all threads in lower callbacks {pair('blocked_ms')} + a thread "
+            f"{pair('hot_ms')} + a hot node held by its lower callback {pair('held_ms')} + all "
+            f"threads in lower callbacks {pair('blocked_ms')} + a thread "
             f"free, no hot running {pair('idle_ms')}; inside hot callbacks: requests "
             f"{pair('hot_seg_ms')}, burn {pair('hot_burn_ms')}, other CPU "
             f"{pair('hot_other_cpu_ms')}, waiting for a CPU {pair('hot_runq_ms')}, off CPU "
