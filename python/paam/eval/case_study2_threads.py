@@ -9,8 +9,9 @@ the estimator's end is split by what the threads were doing:
 
 * ``hot_ms``: at least one hot-path callback running (on any thread);
 * ``held_ms``: none, and a lower-priority callback of a hot-path node running: the
-  intersection node's cluster-settings connection, which in the node's one mutually exclusive
-  callback group (the reference system's) holds the node's hot-path connection out;
+  intersection node's cluster-settings connection. In the node's one mutually exclusive
+  callback group (the reference system's) it holds the node's hot-path connection out; with a
+  group per connection (``--intersection-groups connection``) it merely runs then;
 * ``blocked_ms``: neither, and every thread inside a lower-priority callback: ready hot work,
   if any, had no thread (the executor does not preempt);
 * ``idle_ms``: none of these, and a thread out of callbacks: the hot path's next message on
@@ -194,7 +195,7 @@ def thread_line(b: dict) -> str:
         return f"{common.fmt(a[k])} -> {common.fmt(t[k])}"
 
     return (f"from due {pair('from_due_ms')} ({t['instances']} slowest) = hot running "
-            f"{pair('hot_ms')} + a hot node held by its lower callback {pair('held_ms')} + all "
+            f"{pair('hot_ms')} + a hot node's lower callback {pair('held_ms')} + all "
             f"threads in lower callbacks {pair('blocked_ms')} + a thread "
             f"free, no hot running {pair('idle_ms')}; inside hot callbacks: requests "
             f"{pair('hot_seg_ms')}, burn {pair('hot_burn_ms')}, other CPU "
