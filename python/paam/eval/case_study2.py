@@ -48,7 +48,12 @@ highest-priority ready one; with ``--mt-hot-threads K`` the first K of them, E0'
 run only the hot path's callbacks, a priority floor, so that a hot callback finds a thread not
 held by lower work). ROS 2's MT is rclpy's MultiThreadedExecutor over all nodes. All
 are one process, so their Python work shares one GIL (rclpy's, not the reference system's
-C++). The summary says which executor each run used.
+C++). The summary says which executor each run used. Where one pool of threads runs every
+callback (shared, ROS 2's MT) each callback is on record with its thread, and each hot-path
+instance's time is split by what the threads did (``case_study2_threads``). There the
+intersection node's two connections, in the node's one mutually exclusive callback group as in
+the reference system, hold each other out: ``--intersection-groups connection`` gives each its
+own group.
 
 On the CPU backend one core plays the GPU (the last one) and the TPU gets a core of its own
 when one is left; the four executor cores (2-5 of the paper's machine) are mapped modulo onto
