@@ -774,6 +774,7 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     wall time splits into requests, burn, other CPU, waiting for a CPU and off a CPU; the gap
     before a hot call on its own thread gives the executor's CPU and wait for a CPU."""
     import numpy as np
+    from paam.eval import case_study2 as cs2
     from paam.eval import case_study2_threads as tb
     ms, t = 1_000_000, 1_000_000_000  # (t: the instance's due time)
 
@@ -796,7 +797,9 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     calls[3, tb.NODE] = 1  # (the two lower calls of two nodes)
     r = {"mt_calls_ns": calls, "hot_end_ns": np.array([t + 100 * ms]),
          "latency_ms": np.array([98.0]), "lidar_late_ms": np.array([2.0])}
-    bd = tb.thread_breakdown(r, 100, {5})
+    due = cs2.due_ns(r)
+    assert due.tolist() == [t]  # (the KPI's end less its latency and the lidar's lateness)
+    bd = tb.thread_breakdown(r, due, 100, {5})
     got = {k: float(v[0]) for k, v in bd.items()}
     assert got == pytest.approx({
         "hot_ms": 60, "held_ms": 0, "blocked_ms": 10, "idle_ms": 30, "hot_calls": 2,
@@ -808,7 +811,7 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     # thread 1's lower call on the hot node: no hot call running while it runs is the node held
     held = calls.copy()
     held[2, tb.NODE] = 5
-    bd = tb.thread_breakdown(dict(r, mt_calls_ns=held), 100, {5})
+    bd = tb.thread_breakdown(dict(r, mt_calls_ns=held), due, 100, {5})
     assert [bd[k][0] for k in tb.TIME_SPLIT] == pytest.approx([60, 20, 0, 20])
     # two callbacks of one node at once: 20 ms of node 5's, none of node 0's (one at a time)
     assert tb.node_overlaps(held, [f"n{i}" for i in range(6)]) == pytest.approx({"n5": 20})
@@ -817,14 +820,15 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     calls3 = np.vstack([calls, calls[:1]])
     calls3[-1, tb.THREAD] = 2
     r3 = dict(r, mt_calls_ns=tb.by_start([calls3]))
-    assert tb.thread_breakdown(r3, 100, {5})["blocked_ms"][0] == pytest.approx(0)
+    assert tb.thread_breakdown(r3, due, 100, {5})["blocked_ms"][0] == pytest.approx(0)
     # without schedstat the counters' columns are unknown, the time split is not
     calls[:, tb.CPU0:tb.RUNQ1 + 1] = -1
-    bd = tb.thread_breakdown(dict(r, mt_calls_ns=calls), 100, {5})
+    bd = tb.thread_breakdown(dict(r, mt_calls_ns=calls), due, 100, {5})
     assert bd["idle_ms"][0] == pytest.approx(30) and np.isnan(bd["hot_runq_ms"][0])
     # not on record: a record that starts after the due time, none at all
-    assert np.isnan(tb.thread_breakdown(dict(r, mt_calls_ns=calls[2:]), 100, {5})["hot_ms"][0])
-    assert tb.thread_breakdown(dict(r, mt_calls_ns=None), 100, {5}) is None
+    assert np.isnan(tb.thread_breakdown(dict(r, mt_calls_ns=calls[2:]), due, 100, {5})["hot_ms"][0])
+    assert tb.thread_breakdown(dict(r, mt_calls_ns=None), due, 100, {5}) is None
+    assert tb.thread_breakdown(r, None, 100, {5}) is None
     assert tb.thread_summary(None, np.array([1.0])) is None
 
 

@@ -1197,6 +1197,16 @@ def _by_start(parts: list) -> np.ndarray:
     return a[np.argsort(a[:, 0], kind="stable")]
 
 
+def due_ns(r: dict) -> np.ndarray | None:
+    """Per hot-path instance, the later lidar timer's due time (ns; where its lateness is not
+    on record, the later lidar callback's start), None without the lateness column."""
+    late = r.get("lidar_late_ms")
+    if late is None:
+        return None
+    return r["hot_end_ns"] - np.round((r["latency_ms"] + np.nan_to_num(late)) * 1e6).astype(
+        np.int64)
+
+
 def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     """Where each hot-path instance's time from the lidar timers' due time went on the hot
     path's executor (E0), from its callbacks' records: busy in hot-path callbacks (this
@@ -1213,11 +1223,10 @@ def executor_breakdown(r: dict) -> dict[str, np.ndarray] | None:
     the instance's edges count in proportion to their overlap with it. None where not recorded
     (awaited segments, ROS 2's MT, runs before the record existed)."""
     calls = r.get("hot_executor_calls_ns")
-    late = r.get("lidar_late_ms")
-    if calls is None or not len(calls) or late is None:
+    due = due_ns(r)
+    if calls is None or not len(calls) or due is None:
         return None
-    ends, lat = r["hot_end_ns"], r["latency_ms"]
-    due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
+    ends, lat, late = r["hot_end_ns"], r["latency_ms"], r["lidar_late_ms"]
     starts, stops = calls[:, 0], calls[:, 1]
     hot = calls[:, 2] >= HOT_PRIORITY
     sched_ok = calls.shape[1] >= _SCHED.stop and bool((calls[:, _SCHED] >= 0).any())
@@ -1667,7 +1676,7 @@ def run(args: argparse.Namespace) -> int:
              "python_switch_interval_ms": r["switch_interval_ms"]}
         bd = executor_breakdown(r)
         s["hot_executor_from_due"] = _breakdown_summary(bd)
-        tb = threads_bd.thread_breakdown(r, HOT_PRIORITY, HOT_IDS)
+        tb = threads_bd.thread_breakdown(r, due_ns(r), HOT_PRIORITY, HOT_IDS)
         s["mt_threads_from_due"] = threads_bd.thread_summary(tb, lat + r["lidar_late_ms"])
         if r.get("mt_calls_ns") is not None:
             s["mt_node_overlap_ms"] = threads_bd.node_overlaps(r["mt_calls_ns"],

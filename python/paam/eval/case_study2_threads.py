@@ -86,19 +86,17 @@ def _occupancy(s: np.ndarray, e: np.ndarray, hot: np.ndarray, holds: np.ndarray,
             span[no_hot & (n_hold == 0) & (n_low >= threads)].sum() / 1e6)
 
 
-def thread_breakdown(r: dict, hot_priority: int,
+def thread_breakdown(r: dict, due: np.ndarray | None, hot_priority: int,
                      hot_nodes: Iterable[int]) -> dict[str, np.ndarray] | None:
-    """Per hot-path instance, :data:`COLS` (see the module's text) from ``r["mt_calls_ns"]``,
-    the callbacks at ``hot_priority`` or above being the hot path's and ``hot_nodes`` its
-    nodes (ids). NaN for instances the
-    record does not cover, and the counters' columns NaN without schedstat. None where there
-    is no record (other setups, awaited segments)."""
+    """Per hot-path instance, :data:`COLS` (see the module's text) from ``r["mt_calls_ns"]``
+    over [``due``, its end] (ns; ``case_study2.due_ns``), the callbacks at ``hot_priority`` or
+    above being the hot path's and ``hot_nodes`` its nodes (ids). NaN for instances the record
+    does not cover or without a due time, and the counters' columns NaN without schedstat.
+    None where there is no record (other setups, awaited segments)."""
     calls = r.get("mt_calls_ns")
-    late = r.get("lidar_late_ms")
-    if calls is None or not len(calls) or late is None:
+    if calls is None or not len(calls) or due is None:
         return None
-    ends, lat = r["hot_end_ns"], r["latency_ms"]
-    due = ends - np.round((lat + np.nan_to_num(late)) * 1e6).astype(np.int64)
+    ends, late = r["hot_end_ns"], r["lidar_late_ms"]
     starts, stops = calls[:, START], calls[:, END]
     hot = calls[:, PRIO] >= hot_priority
     holds = ~hot & np.isin(calls[:, NODE], list(hot_nodes))
@@ -106,7 +104,7 @@ def thread_breakdown(r: dict, hot_priority: int,
     longest = int((stops - starts).max())
     prev = _previous_on_thread(calls)
     sched_ok = (calls[:, CPU0:RUNQ1 + 1] >= 0).all(axis=1)
-    out = {k: np.full(len(lat), np.nan) for k in COLS}
+    out = {k: np.full(len(ends), np.nan) for k in COLS}
     for i in np.flatnonzero(~np.isnan(late)):
         a, b = due[i], ends[i]
         if a < starts[0]:
