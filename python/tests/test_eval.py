@@ -655,19 +655,19 @@ def test_case_study_2_mt_runs_one_process_of_four_executors(tmp_path):
     assert len(data["results"]["MT"]["PAAM"]["rt"]) == 4
     # ROS 2's pool of threads has every callback on record; the partitioned PAAM has E0's
     mt = data["results"]["MT"]["ROS 2"]["mt_threads_from_due"]
-    _mt_split_adds_up(mt)
+    _mt_split_holds(mt)
     # (only the intersection node's connections, each in its own group, may run at once)
     assert set(data["results"]["MT"]["ROS 2"]["mt_node_overlap_ms"]) <= {
         "EuclideanClusterDetector"}
     assert not data["results"]["MT"]["PAAM"].get("mt_threads_from_due")
 
 
-def _mt_split_adds_up(mt: dict) -> None:
-    """case_study2_threads' split of the time from the due time adds up to it, on average."""
+def _mt_split_holds(mt: dict) -> None:
+    """case_study2_threads' split of the time from the due time: its measured parts never
+    exceed it (the rest, idle_ms, is never negative: no instant counted twice)."""
     a = mt["mean_all"]
     assert mt["instances"] >= 10 and a["hot_calls"] >= 7, a
-    assert sum(a[k] for k in ("hot_ms", "held_ms", "blocked_ms", "idle_ms")) == pytest.approx(
-        a["from_due_ms"]), a
+    assert mt["idle_ms"]["min"] >= -1e-6 and a["hot_ms"] <= a["from_due_ms"], mt["idle_ms"]
     assert a["hot_burn_ms"] > 0 and a["hot_ms"] > 0, a
 
 
@@ -694,7 +694,7 @@ def test_case_study_2_mt_with_one_shared_picas_executor(tmp_path):
         # no executor of its own for the hot path: E0's per-callback record stays empty; every
         # callback is on record with its thread instead
         assert not s.get("hot_executor_from_due"), method
-        _mt_split_adds_up(s["mt_threads_from_due"])
+        _mt_split_holds(s["mt_threads_from_due"])
         # every node's callbacks in its one mutually exclusive group: never two at once
         assert s["mt_node_overlap_ms"] == {}, (method, s["mt_node_overlap_ms"])
         assert s["python_switch_interval_ms"] == pytest.approx(1.0), method

@@ -463,20 +463,15 @@ class _Graph:
         # callbacks.
         self.hot_executor_calls = _Rows(_CALL_COLS)
         self.sched = common.ThreadSchedStat()
-        # per thread, so far: .burn, ns of CPU its callbacks spent in the number cruncher's burn
-        # (the rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work);
-        # with mt_calls below: .seg_wall, .seg_cpu and .seg_runq, ns of wall time, of CPU time
-        # and of waiting for a CPU in accelerator requests
-        self.tally = threading.local()
+        self.tally = _ThreadTally()
         self.hot_executor = (None if cfg["shared_mt"] or (
             self.method == "ros2" and cfg["setup"] == "MT") else _HOT_EXECUTOR)
         # MT with one pool of threads (the shared PicasExecutor, ROS 2's MT), synchronous
         # segments: every callback, on whichever thread ran it (case_study2_threads.CALL_COLS)
         self.mt_calls = (_Rows(threads_bd.CALL_COLS)
                          if self.hot_executor is None and not self.async_segments else None)
-        # the thread's index in mt_calls: a shared executor thread's is its executor's (spin()
-        # sets it); other threads (ROS 2's pool) are numbered as they first run a callback
-        self.thread_ix = threading.local()
+        # (threads without an index in mt_calls, ROS 2's pool, are numbered from here as they
+        # first run a callback)
         self._more_threads = itertools.count(len(cfg["executors"]))
 
     def _callback(self, fn, executor: str, node: str, index: int = 0):
@@ -489,15 +484,14 @@ class _Graph:
         mt = self.mt_calls
         prio = callback_priority(node, index)[0]
         node_id = NODE_IDS[node]
-        sched, tally, tix = self.sched.read, self.tally, self.thread_ix
+        sched, tally = self.sched.read, self.tally
         probe = _cpu_probe if self.cfg["cpu_probe"] else (lambda: (-1, -1))
 
         def call(*args) -> None:
             if calls is not None or mt is not None:  # (the record's counters at the start)
                 pr = probe() if calls is not None else None
                 s0 = sched()
-                b0 = (getattr(tally, "burn", 0), getattr(tally, "seg_wall", 0),
-                      getattr(tally, "seg_cpu", 0), getattr(tally, "seg_runq", 0))
+                b0 = (tally.burn, tally.seg_wall, tally.seg_cpu, tally.seg_runq)
             t0 = time.monotonic_ns()
             coro = fn(*args)
             try:
@@ -507,17 +501,14 @@ class _Graph:
                     if calls is not None:
                         t1 = time.monotonic_ns()
                         calls.append((t0, t1, prio, *s0, *sched(),
-                                      getattr(tally, "burn", 0) - b0[0], *pr))
+                                      tally.burn - b0[0], *pr))
                     elif mt is not None:
                         t1 = time.monotonic_ns()
-                        ix = getattr(tix, "i", None)
-                        if ix is None:
-                            ix = tix.i = next(self._more_threads)
-                        mt.append((t0, t1, node_id, prio, *s0, *sched(),
-                                   getattr(tally, "burn", 0) - b0[0],
-                                   getattr(tally, "seg_wall", 0) - b0[1],
-                                   getattr(tally, "seg_cpu", 0) - b0[2],
-                                   getattr(tally, "seg_runq", 0) - b0[3], ix))
+                        if tally.ix is None:
+                            tally.ix = next(self._more_threads)
+                        mt.append((t0, t1, node_id, prio, *s0, *sched(), tally.burn - b0[0],
+                                   tally.seg_wall - b0[1], tally.seg_cpu - b0[2],
+                                   tally.seg_runq - b0[3], tally.ix))
                 return
             coro.close()
             raise RuntimeError(f"{fn.__qualname__} suspended with synchronous segments")
@@ -611,7 +602,7 @@ class _Graph:
             crunch.request("spin", duration_ms=cpu_ms)
             c_seg = time.thread_time_ns()
             tally = self.tally
-            tally.burn = getattr(tally, "burn", 0) + c_seg - c0
+            tally.burn += c_seg - c0
             if tally_segments:
                 w_seg, q_seg = time.monotonic_ns(), self.sched.read()[1]
             if gpu_client is not None:
@@ -626,10 +617,10 @@ class _Graph:
             if tpu_client is not None:
                 await self._segment(tpu_client, tpu_ms, self.drop_tpu)
             if tally_segments:
-                tally.seg_wall = getattr(tally, "seg_wall", 0) + time.monotonic_ns() - w_seg
-                tally.seg_cpu = getattr(tally, "seg_cpu", 0) + time.thread_time_ns() - c_seg
+                tally.seg_wall += time.monotonic_ns() - w_seg
+                tally.seg_cpu += time.thread_time_ns() - c_seg
                 q = self.sched.read()[1]
-                tally.seg_runq = getattr(tally, "seg_runq", 0) + (q - q_seg if q_seg >= 0 else 0)
+                tally.seg_runq += q - q_seg if q_seg >= 0 else 0
             if (self.method == "paam" and not self.async_segments
                     and time.monotonic_ns() >= self.record_from[0]):
                 # CPU time beyond the burn (rclpy, Python); direct kernels on the CPU backend
@@ -844,6 +835,16 @@ class _Graph:
                         + hops + (int(f[0] >= r[0]),))
 
 
+class _ThreadTally(threading.local):
+    """Per thread, so far: ``burn``, ns of CPU its callbacks spent in the number cruncher's burn
+    (the rest of a callback's CPU time is Python's and rclpy's, a fixed amount of work); with
+    ``_Graph.mt_calls``, ``seg_wall``, ``seg_cpu`` and ``seg_runq``, ns of wall time, of CPU time
+    and of waiting for a CPU in accelerator requests, and ``ix``, the thread's index there (a
+    shared executor thread's is its executor's, which spin() sets; None until given one)."""
+    burn = seg_wall = seg_cpu = seg_runq = 0
+    ix: int | None = None
+
+
 class _Rows:
     """Rows of ``width`` integers, kept in one flat ``array.array`` of int64. An appended row
     leaves no object behind, so the records add nothing for Python's collector to count or
@@ -1003,7 +1004,7 @@ def _executor(cfg: dict, path: str, sync: dict) -> None:
                     rt_notes[ex_name] = f"SCHED_OTHER nice 0, CPU {cfg['cpus'][ex_name]}"
             elif cfg["shared_mt"]:  # a shared PicasExecutor thread: E<i>'s core, E0's priority
                 hot_only = list(cfg["executors"]).index(ex_name) < cfg["mt_hot_threads"]
-                g.thread_ix.i = list(cfg["executors"]).index(ex_name)
+                g.tally.ix = list(cfg["executors"]).index(ex_name)
                 if hot_only:
                     ex.set_thread_floor(HOT_PRIORITY)
                 rt_notes[f"MT thread {ex_name}"] = _set_priority(
@@ -1552,16 +1553,11 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--setups: choose from 4ST, MT")
     if args.scale <= 0 or args.duration <= 0 or args.gpu_ms < 0 or args.tpu_ms < 0:
         raise SystemExit("--scale and --duration must be positive, segments not negative")
-    args.hot_lanes = getattr(args, "hot_lanes", 1)
     if not 1 <= args.hot_lanes <= 8:
         raise SystemExit(f"--hot-lanes: 1 to 8, not {args.hot_lanes}")
-    args.mt_hot_threads = getattr(args, "mt_hot_threads", 0)
     if not 0 <= args.mt_hot_threads < len(EXECUTORS):
         raise SystemExit(f"--mt-hot-threads: 0 to {len(EXECUTORS) - 1} (one thread at least "
                          f"must run any callback), not {args.mt_hot_threads}")
-    args.mt_executor = getattr(args, "mt_executor", "partitioned")
-    args.switch_interval_ms = getattr(args, "switch_interval_ms", None)
-    args.intersection_groups = getattr(args, "intersection_groups", "node")
     if args.switch_interval_ms is not None and not args.switch_interval_ms > 0:
         raise SystemExit(f"--switch-interval-ms: above 0, not {args.switch_interval_ms}")
     if args.mt_hot_threads and args.mt_executor != "shared":
@@ -1941,14 +1937,14 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; MT's PiCAS and PAAM: one MultiThreadedPicasExecutor (--mt-executor shared)"
                 if getattr(args, "mt_executor", "partitioned") == "shared" else "")
              + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
-                "(--mt-hot-threads)" if getattr(args, "mt_hot_threads", 0) else "")
+                "(--mt-hot-threads)" if args.mt_hot_threads else "")
              + ("; the intersection node's connections in a callback group each "
                 "(--intersection-groups connection)"
-                if getattr(args, "intersection_groups", "node") == "connection" else "")
+                if args.intersection_groups == "connection" else "")
              + (f"; Python's switch interval {args.switch_interval_ms:g} ms "
-                "(--switch-interval-ms)" if getattr(args, "switch_interval_ms", None) else "")
+                "(--switch-interval-ms)" if args.switch_interval_ms else "")
              + (f"; the hot path's GPU bucket runs {args.hot_lanes} kernels at once "
-                "(--hot-lanes)" if getattr(args, "hot_lanes", 1) > 1 else ""),
+                "(--hot-lanes)" if args.hot_lanes > 1 else ""),
              common.machine_line(meta),
              "hot path: later lidar stamp -> ObjectCollisionEstimator end (ms); drops: missing "
              "samples per hot-path instance; BP: behavior-planner period (set 100 ms)", ""]

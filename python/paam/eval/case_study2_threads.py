@@ -45,10 +45,8 @@ CALL_COLS = 13
 # per instance (ms, except hot_calls)
 COLS = ("hot_ms", "held_ms", "blocked_ms", "idle_ms", "hot_calls", "hot_seg_ms", "hot_burn_ms",
         "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms", "pick_cpu_ms", "pick_runq_ms")
-# the split of the time from the due time, and of the hot callbacks' time
+# the split of the time from the due time (idle_ms last: the rest)
 TIME_SPLIT = ("hot_ms", "held_ms", "blocked_ms", "idle_ms")
-HOT_SPLIT = ("hot_seg_ms", "hot_burn_ms", "hot_other_cpu_ms", "hot_runq_ms", "hot_off_ms")
-PICK_SPLIT = ("pick_cpu_ms", "pick_runq_ms")
 
 
 def by_start(parts: list[np.ndarray]) -> np.ndarray:
@@ -115,7 +113,7 @@ def thread_breakdown(r: dict, due: np.ndarray | None, hot_priority: int,
         s, e = np.maximum(starts[j], a), np.minimum(stops[j], b)
         h = hot[j]
         split = _occupancy(s, e, h, holds[j], threads) if len(j) else (0.0, 0.0, 0.0)
-        for k, v in zip(("hot_ms", "held_ms", "blocked_ms"), split):
+        for k, v in zip(TIME_SPLIT[:-1], split):
             out[k][i] = v
         out["idle_ms"][i] = (b - a) / 1e6 - sum(split)
         hj = j[h]
