@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from paam import figures
+
 RATIOS = [(1, 9), (2, 8), (3, 7), (4, 6), (5, 5), (6, 4), (7, 3)]
 
 
@@ -153,9 +155,7 @@ def write_results(config: StudyConfig, pts: list[Point], out: Path, elapsed_s: f
 
 
 def plot(config: StudyConfig, pts: list[Point], path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     styles = [("min", "PAAM: min(Lemma 2, Lemma 3)", "-", "o"),
@@ -182,9 +182,7 @@ def plot(config: StudyConfig, pts: list[Point], path: Path) -> Path:
                  f"{g.cpus} CPUs x {g.executors_per_cpu} executors, 1 accelerator, "
                  f"{g.buckets} buckets, mean chain utilization {g.utilization_per_chain})",
                  fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figures.save(fig, path, dpi=120)
     return path
 
 

@@ -40,6 +40,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from paam import figures
+
 KERNELS = ("matmul", "reduction", "vector_add", "histogram")
 
 # ------------------------------------------------------------------------------------------
@@ -179,9 +181,7 @@ def cmd_preempt(args: argparse.Namespace) -> int:
         ax2.set_xlabel("delay (µs)")
         ax2.set_ylabel("CDF")
         ax2.legend()
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "preempt", payload, table, plot)
     return 0
@@ -215,9 +215,7 @@ def cmd_kappa(args: argparse.Namespace) -> int:
         ax.set_ylabel("delay of the high-priority kernel (µs)")
         ax.set_xscale("log")
         ax.legend()
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "kappa", payload, table, plot)
     return 0
@@ -244,9 +242,7 @@ def cmd_backend(args: argparse.Namespace) -> int:
         ax.set_xticks(x, labels, fontsize=8)
         ax.set_ylabel("round trip (µs)")
         ax.legend()
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "backend", payload, table, plot)
     return 0
@@ -352,9 +348,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         ax.set_ylabel("round trip (µs)")
         ax.set_yscale("log")
         ax.legend()
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "kernels", payload, table, plot)
     return 0
@@ -503,9 +497,7 @@ def cmd_contention(args: argparse.Namespace) -> int:
         ax.set_ylabel("high-priority latency (µs)")
         ax.set_yscale("log")
         ax.legend(fontsize=8, ncol=2)
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "contention", payload, table, plot)
     return 0
@@ -633,9 +625,7 @@ def cmd_lanes(args: argparse.Namespace) -> int:
         ax.set_xlabel("width of each spin (share of the GPU's block slots)")
         ax.set_ylabel(f"makespan of {args.clients} requests released together (ms)")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "lanes", payload, table, plot)
     return 0
@@ -718,9 +708,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
         ax.set_yticks(range(len(args.waits) + 1), list(args.waits) + ["direct"])
         ax.set_xlabel("µs (p50 per stage)")
         ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        figures.save(fig, path, dpi=120)
 
     _write(out, "overhead", payload, table, plot)
     return 0

@@ -18,6 +18,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from paam import figures
+
 STAGES = ["submit_to_dequeue", "queue_and_worker_wake", "launch", "kernel", "completion", "client_wake"]
 # Not part of the round trip: the client writing its input into the region (needed with or
 # without paam; zero copy after that).
@@ -133,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
     import numpy as np
     fig, ax = plt.subplots(figsize=(9, 4.5))
     labels = [f"{r['wait']}\n{_size(r['payload_bytes'])}" for r in results]
@@ -149,9 +149,7 @@ def _plot(results: list[dict], path: Path) -> None:
     ax.set_ylabel("µs (stacked stage p50s)")
     ax.set_title("paam request overhead by stage")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figures.save(fig, path, dpi=120)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from paam import figures
+
 
 @dataclass(frozen=True)
 class DemoChain:
@@ -186,9 +188,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plot(served: dict, direct: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
     names = [c.name for c in CHAINS]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     pos = np.arange(len(names))
@@ -202,6 +202,4 @@ def _plot(served: dict, direct: dict, path: Path) -> None:
     ax.legend([plt.Rectangle((0, 0), 1, 1, fc="#4c9be8"), plt.Rectangle((0, 0), 1, 1, fc="#e8a04c")],
               ["paam (priority-driven)", "direct invocation"])
     ax.set_title("paam demo: one shared device, five processes")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figures.save(fig, path, dpi=120)

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from paam.figures import pyplot, save  # noqa: F401 - the experiments' names
 from paam.ros.rt import apply_rt, dds_threads_rt, lock_memory, nice_for  # noqa: F401 - the eval's names
 
 # -- output -------------------------------------------------------------------------------------
@@ -1035,21 +1036,7 @@ def _which(name: str) -> str | None:
 # -- plotting -----------------------------------------------------------------------------------
 
 
-def pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 COLORS = {"ROS 2": "#e8a04c", "PiCAS": "#8c6bb1", "PAAM": "#4c9be8", "bound": "#333333"}
-
-
-def save(fig, path: Path, dpi: int = 100) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    import matplotlib.pyplot as plt
-    plt.close(fig)
 
 
 def plot_host(panels: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paam import figures
 from paam.eval import common
 
 LOCAL_STAGES = [
@@ -267,5 +268,4 @@ def plot(results: dict, path: Path) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle("Overhead breakdown per request stage (Fig. 12)", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    figures.save(fig, path, dpi=100, tight=False)
