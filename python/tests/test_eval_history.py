@@ -20,7 +20,8 @@ def _stats(mx, p99=None, n=100):
     return {"n": n, "max": mx, "p99": p99 if p99 is not None else mx - 1.0}
 
 
-def _cs2(folder, setup, maxima, command_extra="", backend="cuda", drops=None, steal=None):
+def _cs2(folder, setup, maxima, command_extra="", backend="cuda", drops=None, steal=None,
+         floor=55.0):
     methods = {}
     for method, mx in maxima.items():
         methods[method] = {"hot_path_ms": _stats(mx),
@@ -33,7 +34,7 @@ def _cs2(folder, setup, maxima, command_extra="", backend="cuda", drops=None, st
                                    f"{command_extra}"},
                "params": {"experiment": "case-study-2", "scale": 1.0, "gpu_ms": 2.5,
                           "duration": 150.0, "backend": backend},
-               "results": {setup: methods}}
+               "hot_path_run_ms": floor, "results": {setup: methods}}
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(json.dumps(summary))
     return summary
@@ -97,7 +98,13 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     assert red["vs_ros2_pct"] == pytest.approx(-85.0)
     assert red["vs_picas_pct"] == pytest.approx(-50.0)
     # -85% against ROS 2 meets that target, -50% against PiCAS misses -51%
-    assert "4ST: target met in 0 of 1 calls; best against ROS 2 -85.0%" in r.stdout
+    # the targets needed PAAM at min(15% of 400, 49% of 120) = 58.8 ms, over the 55 ms floor
+    assert red["target_needs_ms"] == pytest.approx(58.8) and red["floor_ms"] == 55.0
+    assert ("4ST: target met in 0 of 1 calls; best against ROS 2 -85.0%; in 0 of them it "
+            "needed PAAM under the hot path's own work") in r.stdout
+    assert ("at 2.5 ms segments (floor 55.0 ms): -85% needs ROS 2's maximum at 366.7 ms or "
+            "more (its calls: 400.0-400.0), -51% PiCAS's at 112.2 or more (120.0-120.0)"
+            in r.stdout)
     groups = {(g["setup"], g["method"]): g for g in data["cs2_groups"]}
     assert groups[("4ST", "PiCAS")]["runs_without_drops"] == 0
     assert groups[("4ST", "PAAM")]["paper_max_ms"] == 79.0
@@ -185,3 +192,21 @@ def test_mt_with_the_shared_executor_is_its_own_setup_compared_with_the_papers_m
     assert groups[("MT shared", "PAAM")]["paper_max_ms"] == 83.0
     text = history.summary_text(cs2, red, list(groups.values()), [], "cuda")
     assert "MT shared: target met in 0 of 1 calls; best against ROS 2 -78.0%" in text
+
+
+def test_what_the_targets_need_and_when_that_is_under_the_hot_paths_own_work(tmp_path):
+    # MT: 9% of ROS 2's maximum; 4ST: the lower of 15% of ROS 2's and 49% of PiCAS's
+    assert history.target_needs("MT", 600.0, 100.0) == pytest.approx(54.0)
+    assert history.target_needs("MT shared", 600.0, 100.0) == pytest.approx(54.0)
+    assert history.target_needs("4ST", 600.0, 100.0) == pytest.approx(49.0)
+    assert history.target_needs("4ST", 300.0, 100.0) == pytest.approx(45.0)
+    root = tmp_path / "r"
+    _cs2(root / "x", "MT", {"ROS 2": 600.0, "PiCAS": 120.0, "PAAM": 80.0}, floor=65.5)
+    _cs2(root / "y", "MT", {"ROS 2": 800.0, "PiCAS": 130.0, "PAAM": 70.0}, floor=65.5)
+    r = _paam("eval", "history", "--inputs", str(root), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # 54 ms is under the 65.5 ms floor; 72 ms is not (and 70 ms meets the target there)
+    assert ("MT: target met in 1 of 2 calls; best against ROS 2 -91.2%; in 1 of them it "
+            "needed PAAM under the hot path's own work") in r.stdout
+    assert ("at 2.5 ms segments (floor 65.5 ms): -91% needs ROS 2's maximum at 727.8 ms or "
+            "more (its calls: 600.0-800.0)") in r.stdout
