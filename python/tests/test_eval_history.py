@@ -122,7 +122,7 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
             in r.stdout)
     assert "over: 60.0 > 55.0 ms, steal 140 ms/s" in r.stdout
     for f in ("fig_cs2_maxima.png", "fig_cs2_steal.png", "fig_cs2_reductions.png",
-              "fig_cs1_bound.png",
+              "fig_cs2_needs.png", "fig_cs1_bound.png",
               "summary.txt", "cs1_bound.csv"):
         assert (out / f).stat().st_size > 0, f
 

@@ -17,8 +17,8 @@ Case study 2's groups are also split by the host: quiet where it stole at most `
 ms/s on average over the run (the case studies sample ``/proc/stat``), noisy where more.
 
 Writes ``cs2_runs.csv``, ``cs2_reductions.csv``, ``cs1_bound.csv``, ``summary.json``,
-``summary.txt``, ``fig_cs2_maxima.png``, ``fig_cs2_steal.png``, ``fig_cs2_reductions.png`` and
-``fig_cs1_bound.png`` into ``--out``.
+``summary.txt``, ``fig_cs2_maxima.png``, ``fig_cs2_steal.png``, ``fig_cs2_reductions.png``,
+``fig_cs2_needs.png`` and ``fig_cs1_bound.png`` into ``--out``.
 A run found twice (the same summary copied into two folders) counts once. Runs on different
 backends are not mixed: ``--backend`` picks one (default: cuda where there are cuda runs).
 
@@ -490,6 +490,35 @@ def plot_reductions(red: list[dict], path: Path, title: str) -> None:
     common.save(fig, path)
 
 
+def plot_needs(red: list[dict], path: Path, title: str) -> None:
+    """Per three-method call, by setup: PAAM's maximum, the maximum its targets needed there,
+    and the hot path's own work (the floor no instance goes under)."""
+    plt = common.pyplot()
+    setups = [s for s in SETUPS if any(r["setup"] == s for r in red)]
+    fig, axes = plt.subplots(1, len(setups), figsize=(4.2 * len(setups), 4.4), squeeze=False,
+                             sharey=True)
+    for ax, setup in zip(axes[0], setups):
+        rows = sorted((r for r in red if r["setup"] == setup),
+                      key=lambda r: (r["gpu_ms"], r["date"], r["run"]))
+        x = np.arange(len(rows))
+        ax.bar(x, [r["floor_ms"] for r in rows], width=0.7, color="#dddddd",
+               label="the hot path's own work (floor)")
+        ax.scatter(x, [r["paam_max_ms"] for r in rows], color=common.COLORS["PAAM"], zorder=3,
+                   label="PAAM's maximum")
+        ax.scatter(x, [r["target_needs_ms"] for r in rows], color="tab:red", marker="x",
+                   zorder=3, label="what the targets needed")
+        ax.set_xticks(x, [f"{r['gpu_ms']:g} ms" for r in rows], fontsize=7, rotation=90)
+        ax.set_title(f"{setup}: {len(rows)} calls", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_xlabel("call, by GPU segment length")
+    axes[0][0].set_ylabel("hot-path maximum (ms)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    common.save(fig, path, tight=False)
+
+
 def plot_cs1_bound(cs1: list[dict], path: Path, title: str) -> None:
     plt = common.pyplot()
     rows = [r for r in cs1 if r["chain"] == "chain1"]
@@ -563,6 +592,10 @@ def run(args: argparse.Namespace) -> int:
         plot_reductions(red, out / "fig_cs2_reductions.png",
                         f"Case study 2: the three methods in one call ({backend}, {span})")
         figures.append("fig_cs2_reductions.png")
+        plot_needs(red, out / "fig_cs2_needs.png",
+                   f"Case study 2: what the targets needed in each three-method call against "
+                   f"the hot path's own work ({backend}, {span})")
+        figures.append("fig_cs2_needs.png")
     if any(r["chain"] == "chain1" for r in cs1):
         plot_cs1_bound(cs1, out / "fig_cs1_bound.png",
                        f"Case study 1, chain 1 under PAAM ({backend}, {span})")
