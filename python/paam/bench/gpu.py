@@ -80,8 +80,7 @@ def _write(out: Path, name: str, payload: dict[str, Any], table: str, plot: Call
     (out / f"{name}.json").write_text(json.dumps(payload, indent=1))
     (out / f"{name}.md").write_text(table + "\n")
     if plot is not None:
-        import matplotlib
-        matplotlib.use("Agg")
+        figures.pyplot()   # matplotlib on Agg before the plot imports pyplot
         plot(out / f"{name}.png")
     print(table)
     print(f"wrote {out / name}.{{json,md{',png' if plot else ''}}}")
