@@ -31,7 +31,7 @@ def test_save_writes_a_smaller_palette_png_that_looks_the_same(tmp_path):
     fig = _figure()
     fig.tight_layout()
     plain = _rgba(fig, 100)
-    out = figures.save(fig, tmp_path / "f.png", dpi=100, tight=False)
+    out = figures.save(fig, tmp_path / "f.png", dpi=100)
     with Image.open(out) as im:
         assert im.format == "PNG" and im.mode == "P"
         got = np.asarray(im.convert("RGB"), dtype=np.int16)

@@ -80,7 +80,6 @@ def _write(out: Path, name: str, payload: dict[str, Any], table: str, plot: Call
     (out / f"{name}.json").write_text(json.dumps(payload, indent=1))
     (out / f"{name}.md").write_text(table + "\n")
     if plot is not None:
-        figures.pyplot()   # matplotlib on Agg before the plot imports pyplot
         plot(out / f"{name}.png")
     print(table)
     print(f"wrote {out / name}.{{json,md{',png' if plot else ''}}}")
@@ -163,7 +162,7 @@ def cmd_preempt(args: argparse.Namespace) -> int:
                         "delay p99", "HP ends first"], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         names = list(raw["kernels"])
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
         means = [raw["kernels"][n]["delay_us"]["mean"] for n in names]
@@ -204,7 +203,7 @@ def cmd_kappa(args: argparse.Namespace) -> int:
                         for s in raw["spin_alone"]]))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         x = [s["slice_us"] for s in raw["slices"]]
         fig, ax = plt.subplots(figsize=(6, 4))
         for key, style in (("mean", "o-"), ("p99", "s--"), ("max", "v:")):
@@ -232,7 +231,7 @@ def cmd_backend(args: argparse.Namespace) -> int:
              _md_table(["wait", "load", "p50", "mean", "p99", "max", "kernel p50"], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         labels = [f"{m['wait']}\n{m['load']}" for m in raw["modes"]]
         fig, ax = plt.subplots(figsize=(9, 4))
         x = np.arange(len(labels))
@@ -334,7 +333,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                         "direct p99", "server p99", "device p50 (server)"], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         names = list(results)
         x = np.arange(len(names))
         fig, ax = plt.subplots(figsize=(8, 4))
@@ -485,7 +484,7 @@ def cmd_contention(args: argparse.Namespace) -> int:
              _md_table(["N", "mode", "p50", "p99", "max", "device p50", "LP req/s", "LP spin share"], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         for mode, color in (("server", "tab:blue"), ("direct", "tab:red")):
             xs = [n for n in args.clients if "error" not in results[mode][str(n)]]
@@ -603,7 +602,7 @@ def cmd_lanes(args: argparse.Namespace) -> int:
                           "makespan max", "makespan / kernel"], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         step = 0.8 / len(args.lanes)
         for j, lanes in enumerate(args.lanes):
@@ -694,7 +693,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
                        [k for k in results[args.waits[0]]["stages_us"]], rows))
 
     def plot(path: Path) -> None:
-        import matplotlib.pyplot as plt
+        plt = figures.pyplot()
         fig, ax = plt.subplots(figsize=(8, 3.5))
         keys = list(results[args.waits[0]]["stages_us"])
         for i, wait in enumerate(args.waits):

@@ -1925,17 +1925,17 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
              f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
-             f"{_REQUEST_PRIORITY_LABEL[getattr(args, 'request_priority', 'chain')]}, paamd poll: "
+             f"{_REQUEST_PRIORITY_LABEL[args.request_priority]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
              + (f"; {direct_wait}" if direct_wait else "")
              + ("; PAAM's segments awaited (async)"
-                if getattr(args, "segments", "sync") == "async" else "")
+                if args.segments == "async" else "")
              + ("; cores kept awake (SCHED_IDLE busy loops; not a polling paamd's)"
                 if args.keep_awake else "")
              + ("; the PicasExecutor waits through rclpy (--executor-wait rclpy)"
-                if getattr(args, "executor_wait", "own") == "rclpy" else "")
+                if args.executor_wait == "rclpy" else "")
              + ("; MT's PiCAS and PAAM: one MultiThreadedPicasExecutor (--mt-executor shared)"
-                if getattr(args, "mt_executor", "partitioned") == "shared" else "")
+                if args.mt_executor == "shared" else "")
              + (f", its first {args.mt_hot_threads} thread(s) for the hot path only "
                 "(--mt-hot-threads)" if args.mt_hot_threads else "")
              + ("; the intersection node's connections in a callback group each "

@@ -515,8 +515,7 @@ def plot_needs(red: list[dict], path: Path, title: str) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    common.save(fig, path, tight=False)
+    common.save(fig, path, rect=(0, 0.06, 1, 1))
 
 
 def plot_cs1_bound(cs1: list[dict], path: Path, title: str) -> None:

@@ -267,5 +267,4 @@ def plot(results: dict, path: Path) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle("Overhead breakdown per request stage (Fig. 12)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    figures.save(fig, path, dpi=100, tight=False)
+    figures.save(fig, path, dpi=100, rect=(0, 0.07, 1, 1))
