@@ -398,7 +398,12 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
     import warnings
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
     try:
-        _executor(cfg, path, sync)
+        if (cfg["e0_executor"] == "cpp" and list(cfg["executors"]) == [_HOT_EXECUTOR]
+                and cfg["method"] != "ros2"):
+            from paam.eval import case_study2_cpp
+            case_study2_cpp.run(cfg, path, sync)
+        else:
+            _executor(cfg, path, sync)
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
         sync["ready"].put("failed")
         common.child_failed(path, exc)
@@ -1087,6 +1092,7 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "mt_hot_threads": args.mt_hot_threads,
             "switch_interval_ms": args.switch_interval_ms,
             "intersection_groups": args.intersection_groups,
+            "e0_executor": args.e0_executor,
             "priorities": {e[0]: e[2] for e in EXECUTORS}}
     groups = ([{e[0]: e[3]} for e in EXECUTORS] if setup == "4ST"
               else [{e[0]: e[3] for e in EXECUTORS}])
@@ -1433,6 +1439,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the reference system's), or each in its own (connection: where several "
                         "threads run the node, MT, its hot-path connection no longer waits for "
                         "the cluster-settings one; always so with --segments async)")
+    p.add_argument("--e0-executor", default="rclpy", choices=["rclpy", "cpp"],
+                   help="4ST's PiCAS and PAAM: the hot path's executor E0 as an rclpy process "
+                        "(rclpy, default: paam.ros.PicasExecutor) or as paam_cs2_executor (cpp: "
+                        "the same executor and callbacks in C++ on rcl, ros2/picas_rcl, built "
+                        "by `make ros`; synchronous segments only). E1-E3, ROS 2 and MT stay "
+                        "rclpy")
     p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
                    help="Python's switch interval in the executor processes "
                         "(sys.setswitchinterval): how long a thread holding the GIL keeps it "
@@ -1560,6 +1572,15 @@ def run(args: argparse.Namespace) -> int:
                          f"must run any callback), not {args.mt_hot_threads}")
     if args.switch_interval_ms is not None and not args.switch_interval_ms > 0:
         raise SystemExit(f"--switch-interval-ms: above 0, not {args.switch_interval_ms}")
+    if args.e0_executor == "cpp":
+        if args.segments == "async":
+            raise SystemExit("--e0-executor cpp runs synchronous segments only (no --segments "
+                             "async)")
+        from paam.eval import case_study2_cpp
+        try:
+            case_study2_cpp.program()
+        except FileNotFoundError as err:
+            raise SystemExit(f"--e0-executor cpp: {err}") from None
     if args.mt_hot_threads and args.mt_executor != "shared":
         raise SystemExit("--mt-hot-threads needs --mt-executor shared (the partitioned MT's "
                          "threads each run their own executor's nodes)")
@@ -1941,6 +1962,8 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; the intersection node's connections in a callback group each "
                 "(--intersection-groups connection)"
                 if args.intersection_groups == "connection" else "")
+             + ("; 4ST's E0 for PiCAS and PAAM in C++ on rcl (--e0-executor cpp)"
+                if args.e0_executor == "cpp" else "")
              + (f"; Python's switch interval {args.switch_interval_ms:g} ms "
                 "(--switch-interval-ms)" if args.switch_interval_ms else "")
              + (f"; the hot path's GPU bucket runs {args.hot_lanes} kernels at once "

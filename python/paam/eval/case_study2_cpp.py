@@ -1,0 +1,240 @@
+"""Case study 2's hot-path executor E0 in C++ (``paam eval case-study-2 --e0-executor cpp``).
+
+4ST's E0 runs the whole hot path on one thread, and in rclpy most of its own time outside the
+callbacks is Python's (the executor's wait and pick, rclpy's take and publish;
+docs/evaluation.md, "E0's own CPU time outside callbacks"). This runs E0 as the paper's
+executors run, compiled: ``paam_cs2_executor`` (ros2/picas_rcl), PiCAS's priority-driven
+executor on rcl's C API with the same nodes and callbacks in C++. The other three executors stay
+rclpy processes; the messages, topics, priorities and records are the same, so a run's records
+mix with theirs as before.
+
+:mod:`paam.eval.case_study2` stays the one description of the reference system: this module
+writes the program's spec from it (:func:`spec_text`), starts the program in E0's process
+(:func:`run`), gives its threads the OS priorities and cores the rclpy process's would get, and
+turns what it recorded into the records the rclpy executor process writes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from paam.eval import case_study2_threads as threads_bd
+from paam.eval import common
+
+PROGRAM = "paam_cs2_executor"
+_READY_TIMEOUT_S = 180.0
+
+
+def program() -> str:
+    """The program's path: ``$PAAM_CS2_EXECUTOR``, else the venv's ``bin`` (``make ros``
+    installs it there), else ``PATH``. Raises FileNotFoundError saying how to build it."""
+    env = os.environ.get("PAAM_CS2_EXECUTOR")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise FileNotFoundError(f"$PAAM_CS2_EXECUTOR={env} is not an executable file")
+        return env
+    here = Path(sys.prefix) / "bin" / PROGRAM
+    if os.access(here, os.X_OK):
+        return str(here)
+    found = shutil.which(PROGRAM)
+    if found:
+        return found
+    raise FileNotFoundError(
+        f"{PROGRAM} not found in {here.parent} or on PATH: build it with `make ros` "
+        "(ros2/build_msgs.sh VENV builds it into the venv), or name it in $PAAM_CS2_EXECUTOR")
+
+
+def library_path() -> str:
+    """LD_LIBRARY_PATH for the program: the ROS wheels keep their libraries in the prefix's
+    ``lib`` and in ``site-packages/ros_*.libs`` (as ros2/build_msgs.sh finds them)."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    dirs = [str(Path(sys.prefix) / "lib")] + sorted(str(d) for d in site.glob("ros_*.libs"))
+    old = os.environ.get("LD_LIBRARY_PATH")
+    return ":".join(dirs + ([old] if old else []))
+
+
+def spec_text(cfg: dict, out_path: str) -> str:
+    """The program's spec (its format: ros2/picas_rcl/cs2_executor.cc, ReadSpec) for the
+    nodes of ``cfg["executors"]["E0"]``, from case_study2's description of the system."""
+    from paam.eval import case_study2 as cs2
+    from paam.eval.case_study2 import BY_NAME, CHAIN_PRIORITY, NODE_IDS
+    lines = [f"prefix {cfg['topic_prefix']}", f"method {cfg['method']}",
+             f"backend {cfg['backend']}", f"wait {cfg['wait']}", f"out {out_path}",
+             f"gpu_ms {cfg['gpu_ms']!r}", f"tpu_ms {cfg['tpu_ms']!r}", f"scale {cfg['scale']!r}",
+             f"warmup_s {cfg['warmup_s']!r}", f"duration_s {cfg['duration_s']!r}",
+             f"device_cpu {cfg['device_cpu']}",
+             f"tpu_cpu {cfg['tpu_cpu'] if cfg['tpu_cpu'] is not None else -1}",
+             f"tpu_priority {CHAIN_PRIORITY[cs2.TPU_NODE]}",
+             # (as case_study2._Graph: a direct kernel on the CPU runs on the callback's thread)
+             f"drop_gpu {int(cfg['method'] != 'paam' and cfg['backend'] == 'cpu' and not cfg['direct_keeps_priority'])}",
+             f"drop_tpu {int(cfg['method'] != 'paam' and not cfg['direct_keeps_priority'])}",
+             f"gpu_socket {cfg['gpu_socket'] or '-'}", f"tpu_socket {cfg['tpu_socket'] or '-'}",
+             "stages " + " ".join(cs2._STAGES),
+             "hot_ids " + " ".join(str(i) for i in sorted(cs2.HOT_IDS)),
+             "hot_hops " + " ".join(str(NODE_IDS[n]) for n in cs2.HOT_HOPS),
+             f"lidars {NODE_IDS['FrontLidarDriver']} {NODE_IDS['RearLidarDriver']}",
+             f"estimator {NODE_IDS['ObjectCollisionEstimator']}"]
+    for name in cfg["executors"]["E0"]:
+        spec = BY_NAME[name]
+        if spec.kind not in ("sensor", "transform", "fusion", "intersection"):
+            raise ValueError(f"{name}: a {spec.kind} node is not run by {PROGRAM}")
+        gpu = name not in cs2.NO_ACCELERATOR
+        lines.append(f"node {NODE_IDS[name]} {name} {spec.kind} {spec.period_ms!r} {int(gpu)} "
+                     f"{int(name == cs2.TPU_NODE)}")
+
+        def cb(index: int, topic: str, run_ms: float, cache_ms: float, out: str) -> str:
+            chain, picas = cs2.callback_priority(name, index)
+            req = (cs2.request_priority(name, index, cfg["request_priority"])
+                   if cfg["method"] == "paam" else chain)
+            producer = NODE_IDS[cs2._producer(topic)] if topic != "-" else -1
+            return (f"cb {NODE_IDS[name]} {index} {topic} {producer} {run_ms!r} {cache_ms!r} "
+                    f"{chain} {picas} {req} {out}")
+        if spec.kind == "sensor":
+            lines.append(cb(0, "-", spec.run_ms[0], 0.0, name))
+        elif spec.kind == "transform":
+            lines.append(cb(0, spec.inputs[0], spec.run_ms[0], 0.0, name))
+        elif spec.kind == "fusion":  # (every input at the node's callback 0, as in _Graph)
+            lines += [cb(0, t, spec.run_ms[0], spec.run_ms[1], name) for t in spec.inputs]
+        else:  # intersection: one connection per input
+            lines += [cb(i, t, spec.run_ms[i], 0.0, out)
+                      for i, (t, out) in enumerate(zip(spec.inputs, spec.outputs))]
+    return "\n".join(lines) + "\n"
+
+
+def _thread_names(pid: int) -> dict[int, str]:
+    out = {}
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            out[tid] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            pass
+    return out
+
+
+def _prioritize(pid: int, cfg: dict) -> str:
+    """The program's threads get what E0's rclpy process gives its own (case_study2._executor):
+    E0's OS priority on every thread (SCHED_FIFO but for Fast DDS's sender threads, which
+    paam.ros.rt.dds_threads_rt says why to keep at SCHED_OTHER; else the nice ladder) and the
+    executor thread (the main one) pinned to E0's core. Returns the run's rt note."""
+    from paam.ros.rt import DDS_SENDER_PREFIX, apply_rt
+    prio, cpu = cfg["priorities"]["E0"], cfg["cpus"]["E0"]
+    # what this machine permits, tried on this (the parent's) thread, then undone here
+    report = apply_rt(prio, None, mode=cfg["rt"], log=lambda _line: None)
+    for tid, name in _thread_names(pid).items():
+        try:
+            if report.policy == "SCHED_FIFO" and not name.startswith(DDS_SENDER_PREFIX):
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(prio))
+            elif report.policy == "nice":
+                os.setpriority(os.PRIO_PROCESS, tid, report.nice)
+        except OSError:
+            pass  # (a thread that ended meanwhile)
+    os.sched_setaffinity(pid, {cpu})  # (on Linux, the pid is the main thread's id)
+    try:
+        if report.policy == "SCHED_FIFO":
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        elif report.policy == "nice":
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:
+        pass
+    return f"E0: {report.priority_summary}, CPU {cpu} (C++ executor, {PROGRAM})"
+
+
+def _thread_cpus(pid: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tid in _thread_names(pid):
+        try:
+            key = common.cpu_ranges(os.sched_getaffinity(tid))
+        except OSError:
+            continue
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _read_line(proc: subprocess.Popen, timeout_s: float, what: str) -> str:
+    """The program's next line on stdout, or RuntimeError (with its stderr) if it ended or took
+    longer than ``timeout_s``."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    line = proc.stdout.readline() if ready else ""
+    if not line:
+        if proc.poll() is None:
+            proc.kill()
+            raise RuntimeError(f"{PROGRAM}: no {what} after {timeout_s:.0f} s")
+        raise RuntimeError(f"{PROGRAM} exited with status {proc.wait()} before {what}: "
+                           f"{proc.stderr.read().strip()}")
+    return line.strip()
+
+
+def run(cfg: dict, path: str, sync: dict) -> None:
+    """E0's process with the C++ executor: as case_study2._executor for E0 alone, its records
+    written to ``path`` in the same layout."""
+    exe = program()
+    common.pin_this_thread(cfg["helper_cpus"] or sorted(set(cfg["cpus"].values())))
+    spec_path, out_path = path + ".spec", path + ".json"
+    Path(spec_path).write_text(spec_text(cfg, out_path))
+    env = dict(os.environ, LD_LIBRARY_PATH=library_path())
+    proc = subprocess.Popen([exe, spec_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if _read_line(proc, _READY_TIMEOUT_S, "ready line") != "ready":
+            raise RuntimeError(f"{PROGRAM}: unexpected first line")
+        rt_note = _prioritize(proc.pid, cfg)
+        sync["ready"].put(cfg["name"])
+        if not sync["go"].wait(180):
+            raise RuntimeError("no start signal from the parent")
+        start_ns = int(sync["start_at"].value * 1e9)
+        proc.stdin.write(f"start {start_ns}\n")
+        proc.stdin.flush()
+        total = cfg["warmup_s"] + cfg["duration_s"]
+        thread_cpus: dict[str, int] = {}
+        snap = threading.Timer(max(0.0, start_ns / 1e9 + total / 2 - time.monotonic()),
+                               lambda: thread_cpus.update(_thread_cpus(proc.pid)))
+        snap.daemon = True
+        snap.start()
+        left = start_ns / 1e9 + total - time.monotonic()
+        if _read_line(proc, max(0.0, left) + 60, "end of the run") != "done":
+            raise RuntimeError(f"{PROGRAM}: unexpected last line")
+        snap.cancel()
+        if proc.wait(30) != 0:
+            raise RuntimeError(f"{PROGRAM} exited with status {proc.returncode}: "
+                               f"{proc.stderr.read().strip()}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rec = json.loads(Path(out_path).read_text())
+    from paam.eval import case_study2 as cs2
+
+    def rows(key: str, width: int) -> np.ndarray:
+        return np.asarray(rec[key], dtype=np.int64).reshape(-1, width)
+    drops = sorted(rec["sub_drops"])
+    np.savez(path, hot=rows("hot", cs2._HOT_COLS),
+             bp_starts=np.zeros(0, dtype=np.int64),
+             published=np.asarray(rec["published"], dtype=np.int64),
+             excess=np.asarray(rec["excess"], dtype=np.float64),
+             sub_drop_keys=np.asarray(drops, dtype=str),
+             sub_drop_counts=np.asarray([rec["sub_drops"][k] for k in drops], dtype=np.int64),
+             gpu_wall=np.asarray(rec["gpu_wall"], dtype=np.float64),
+             gpu_stages=rows("gpu_stages", 1 + len(cs2._STAGES)),
+             rt=np.asarray([rt_note]),
+             thread_cpu_keys=np.asarray(list(thread_cpus), dtype=str),
+             thread_cpu_counts=np.asarray(list(thread_cpus.values()), dtype=np.int64),
+             gc_ns=np.zeros((0, 3), dtype=np.int64),
+             hot_calls=rows("calls", cs2._CALL_COLS),
+             switch_interval=np.float64(sys.getswitchinterval()),
+             mt_calls=np.zeros((0, threads_bd.CALL_COLS), dtype=np.int64))
+    for p in (spec_path, out_path):
+        os.unlink(p)

@@ -1,0 +1,140 @@
+// picas_executor.cc — see picas_executor.h.
+#include "picas_executor.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace paam_ros {
+
+std::string RclError() {
+  std::string text = rcl_get_error_string().str;
+  rcl_reset_error();
+  return text;
+}
+
+void Check(rcl_ret_t ret, const char* what) {
+  if (ret != RCL_RET_OK) throw std::runtime_error(std::string(what) + ": " + RclError());
+}
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+PicasExecutor::PicasExecutor(rcl_context_t* context)
+    : context_(context), wait_set_(rcl_get_zero_initialized_wait_set()) {}
+
+PicasExecutor::~PicasExecutor() {
+  if (wait_set_ready_) Quiet(rcl_wait_set_fini(&wait_set_));
+}
+
+void PicasExecutor::AddSubscription(rcl_subscription_t* subscription, void* message, int priority,
+                                    SubscriptionCallback callback) {
+  if (wait_set_ready_) throw std::logic_error("PicasExecutor: add entities before spinning");
+  Entity e;
+  e.subscription = subscription;
+  e.message = message;
+  e.priority = priority;
+  e.on_message = std::move(callback);
+  entities_.push_back(std::move(e));
+}
+
+void PicasExecutor::AddTimer(rcl_timer_t* timer, int priority, TimerCallback callback) {
+  if (wait_set_ready_) throw std::logic_error("PicasExecutor: add entities before spinning");
+  Entity e;
+  e.timer = timer;
+  e.priority = priority;
+  e.on_timer = std::move(callback);
+  entities_.push_back(std::move(e));
+}
+
+void PicasExecutor::Wait(int64_t timeout_ns) {
+  if (!wait_set_ready_) {
+    size_t subs = 0, timers = 0;
+    for (const Entity& e : entities_) (e.timer ? timers : subs)++;
+    Check(rcl_wait_set_init(&wait_set_, subs, 0, timers, 0, 0, 0, context_,
+                            rcl_get_default_allocator()),
+          "rcl_wait_set_init");
+    wait_set_ready_ = true;
+  }
+  Check(rcl_wait_set_clear(&wait_set_), "rcl_wait_set_clear");
+  for (Entity& e : entities_) {
+    if (e.timer) {
+      Check(rcl_wait_set_add_timer(&wait_set_, e.timer, nullptr), "rcl_wait_set_add_timer");
+    } else {
+      Check(rcl_wait_set_add_subscription(&wait_set_, e.subscription, nullptr),
+            "rcl_wait_set_add_subscription");
+    }
+  }
+  const rcl_ret_t ret = rcl_wait(&wait_set_, timeout_ns);
+  if (ret == RCL_RET_TIMEOUT) {
+    rcl_reset_error();
+    return;
+  }
+  Check(ret, "rcl_wait");
+  ++waits_;
+  size_t s = 0, t = 0;
+  for (Entity& e : entities_) {
+    const bool ready = e.timer ? wait_set_.timers[t++] != nullptr
+                               : wait_set_.subscriptions[s++] != nullptr;
+    if (ready && !e.pending) {
+      e.pending = true;
+      e.seen_wait = waits_;
+      ++pending_;
+    }
+  }
+}
+
+void PicasExecutor::Run(Entity& e) {
+  e.pending = false;
+  --pending_;
+  ++picks_;
+  if (e.timer) {
+    rcl_timer_call_info_t info{};
+    const rcl_ret_t ret = rcl_timer_call_with_info(e.timer, &info);
+    if (ret == RCL_RET_TIMER_CANCELED) {
+      rcl_reset_error();
+      return;
+    }
+    Check(ret, "rcl_timer_call_with_info");
+    e.on_timer(info.expected_call_time);
+    return;
+  }
+  rmw_message_info_t info = rmw_get_zero_initialized_message_info();
+  const rcl_ret_t ret = rcl_take(e.subscription, e.message, &info, nullptr);
+  if (ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
+    rcl_reset_error();
+    ++empty_takes_;
+    return;
+  }
+  Check(ret, "rcl_take");
+  e.on_message(e.message);
+}
+
+uint64_t PicasExecutor::SpinUntil(int64_t deadline_ns) {
+  const uint64_t before = picks_;
+  // (a blocking wait ends at least this often, so the deadline is seen)
+  constexpr int64_t kMaxBlockNs = 50'000'000;
+  for (;;) {
+    const int64_t now = MonotonicNs();
+    if (now >= deadline_ns) break;
+    // Every pick polls readiness again; without pending work the wait may sleep.
+    Wait(pending_ ? 0 : std::min(kMaxBlockNs, deadline_ns - now));
+    if (!pending_) continue;
+    Entity* best = nullptr;
+    for (Entity& e : entities_) {
+      if (!e.pending) continue;
+      if (!best || e.priority > best->priority ||
+          (e.priority == best->priority && e.seen_wait < best->seen_wait)) {
+        best = &e;
+      }
+    }
+    Run(*best);
+  }
+  return picks_ - before;
+}
+
+}  // namespace paam_ros
