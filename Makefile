@@ -46,11 +46,16 @@ $(ROS_STAMP): $(VENV)/.stamp scripts/requirements-ros.txt ros2/build_msgs.sh $(w
 	$(PY) -m pip install -q -r scripts/requirements-ros.txt
 	ros2/build_msgs.sh $(VENV) build/paam_msgs
 	touch $@
-ros: $(ROS_STAMP)
+# Case study 2's C++ hot-path executor (ros2/picas_rcl: rcl and the core), into the venv's bin.
+CS2_EXECUTOR := $(VENV)/bin/paam_cs2_executor
+$(CS2_EXECUTOR): $(ROS_STAMP) ros2/build_executor.sh $(wildcard ros2/picas_rcl/*) $(wildcard core/CMakeLists.txt core/include/paam/* core/src/*/* core/src/*/*/*)
+	ros2/build_executor.sh $(VENV) build/picas_rcl
+	touch $@
+ros: $(ROS_STAMP) $(CS2_EXECUTOR)
 # The Python tests include python/tests/ros: ROS is set up first, and a missing ROS fails them.
-test-py: $(ROS_STAMP)
+test-py: $(ROS_STAMP) $(CS2_EXECUTOR)
 test-py: export PAAM_REQUIRE_ROS = 1
-test-ros: install $(ROS_STAMP)
+test-ros: install $(ROS_STAMP) $(CS2_EXECUTOR)
 	PAAM_REQUIRE_ROS=1 $(PY) -m pytest python/tests/ros -v
 bench-ros: install $(ROS_STAMP)
 	$(VENV)/bin/paam ros-bench

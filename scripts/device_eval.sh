@@ -40,6 +40,9 @@ if [ ! -f "$STAMP" ]; then
   "$PY" -m pip install -q --no-index --find-links "$WHEELS" -r scripts/requirements-ros.txt
   echo "== setup: paam_msgs"
   ros2/build_msgs.sh "$PREFIX" build/paam_msgs-device
+  echo "== setup: paam_cs2_executor (C++ executor, CUDA backend)"
+  ros2/build_executor.sh "$PREFIX" build/picas_rcl-device \
+    || echo "device_eval: paam_cs2_executor not built: --e0-executor cpp will say so"
   echo "== setup: paam (CUDA backend)"
   CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PY" -m pip install -q --no-build-isolation \
     --config-settings=build-dir=build/py-device .
