@@ -1417,3 +1417,80 @@ def test_methods_parse_to_names_in_the_given_order_and_a_bad_key_exits():
     for bad in ("", ",", "ros", "paam,PiCAS"):
         with pytest.raises(SystemExit, match="choose from ros2, picas, paam"):
             common.parse_methods(bad)
+
+
+def test_case_study_2_spec_for_the_cpp_e0_follows_the_reference_system(tmp_path):
+    """--e0-executor cpp: the C++ program's spec comes from case_study2's description of the
+    system: E0's eight nodes in its order, ten callbacks with their priorities (the settings
+    connection of the cluster detector at the settings chain's), the hot path's ids."""
+    from paam.eval import case_study2 as cs2
+    from paam.eval import case_study2_cpp
+    cfg = {"topic_prefix": "/t", "method": "paam", "backend": "cuda", "wait": "suspend",
+           "gpu_ms": 2.5, "tpu_ms": 5.0, "scale": 1.0, "warmup_s": 2.0, "duration_s": 150.0,
+           "device_cpu": -1, "tpu_cpu": 15, "direct_keeps_priority": False,
+           "gpu_socket": "/s/gpu", "tpu_socket": None, "request_priority": "chain",
+           "executors": {"E0": cs2.EXECUTORS[0][3]}}
+    lines = case_study2_cpp.spec_text(cfg, str(tmp_path / "out.json")).splitlines()
+    nodes = [ln.split() for ln in lines if ln.startswith("node ")]
+    assert [n[2] for n in nodes] == list(cs2.EXECUTORS[0][3])
+    assert all(n[5] == "1" for n in nodes)  # every E0 node runs a GPU segment
+    assert [n[2] for n in nodes if n[6] == "1"] == [cs2.TPU_NODE]
+    cbs = [ln.split() for ln in lines if ln.startswith("cb ")]
+    assert len(cbs) == 10
+    by_topic = {(int(c[1]), c[3]): c for c in cbs}
+    settings = by_topic[(cs2.NODE_IDS["EuclideanClusterDetector"], "EuclideanClusterSettings")]
+    assert settings[2] == "1" and settings[-1] == "EuclideanIntersection"
+    assert (int(settings[7]), int(settings[8]), int(settings[9])) == (
+        40, cs2.callback_priority("EuclideanClusterDetector", 1)[1], 40)
+    fusion = [c for c in cbs if int(c[1]) == cs2.NODE_IDS["PointCloudFusion"]]
+    assert [float(c[5]) for c in fusion] == [cs2.FUSE] * 2
+    assert [float(c[6]) for c in fusion] == [cs2.CACHE] * 2
+    assert f"estimator {cs2.NODE_IDS['ObjectCollisionEstimator']}" in lines
+    assert "tpu_socket -" in lines and "drop_tpu 0" in lines  # (PAAM: through paamd)
+    # PiCAS invokes directly: the TPU stand-in's kernel on the callback's thread, dropped
+    picas = case_study2_cpp.spec_text(dict(cfg, method="picas"), "x").splitlines()
+    assert "drop_tpu 1" in picas and "drop_gpu 0" in picas
+
+
+def test_case_study_2_cpp_e0_program_missing_says_how_to_build_it(tmp_path, monkeypatch):
+    from paam.eval import case_study2_cpp
+    not_exe = tmp_path / "paam_cs2_executor"
+    not_exe.write_text("")
+    monkeypatch.setenv("PAAM_CS2_EXECUTOR", str(not_exe))
+    with pytest.raises(FileNotFoundError, match="not an executable file"):
+        case_study2_cpp.program()
+    monkeypatch.delenv("PAAM_CS2_EXECUTOR")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="make ros"):
+        case_study2_cpp.program()
+
+
+def test_case_study_2_e0_in_cpp_runs_the_hot_path_with_the_same_records(tmp_path):
+    """--e0-executor cpp: 4ST's E0 for PiCAS and PAAM is paam_cs2_executor (C++ on rcl), the
+    other executors rclpy's; the hot path completes through the mixed processes, and E0's
+    records (its callbacks, its GPU requests' stages, its OS priority) are there as from the
+    rclpy process."""
+    from paam.eval import case_study2_cpp
+    try:
+        case_study2_cpp.program()
+    except FileNotFoundError as err:
+        if os.environ.get("PAAM_REQUIRE_ROS") == "1":
+            raise
+        pytest.skip(str(err))
+    data = _cs2_quick(tmp_path, "--setups", "4ST", "--methods", "picas,paam",
+                      "--e0-executor", "cpp")
+    assert data["params"]["e0_executor"] == "cpp"
+    assert "E0 for PiCAS and PAAM in C++ on rcl" in (tmp_path / "summary.txt").read_text()
+    for method in ("PiCAS", "PAAM"):
+        s = _cs2_hot_path_ran(data, "4ST", method)
+        e0 = [r for r in s["rt"] if r.startswith("E0:")]
+        assert len(e0) == 1 and "C++ executor" in e0[0], s["rt"]
+        assert s["thread_cpus"]["E0"], s["thread_cpus"]
+        # every callback of E0 on record: about nine per instance from the due time
+        e0_calls = s["hot_executor_from_due"]
+        assert e0_calls["instances"] >= 10
+        assert e0_calls["outside_split"]["callbacks"]["p50"] >= 8, e0_calls["outside_split"]
+    paam = data["results"]["4ST"]["PAAM"]
+    # the hot path's GPU requests (chain priority 100) went through paamd, stamped
+    assert paam["paam_gpu_request_ms_by_chain_priority"]["100"]["n"] >= 6 * paam["hot_path_ms"]["n"]
