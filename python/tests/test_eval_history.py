@@ -210,3 +210,18 @@ def test_what_the_targets_need_and_when_that_is_under_the_hot_paths_own_work(tmp
             "needed PAAM under the hot path's own work") in r.stdout
     assert ("at 2.5 ms segments (floor 65.5 ms): -91% needs ROS 2's maximum at 727.8 ms or "
             "more (its calls: 600.0-800.0)") in r.stdout
+
+
+def test_the_floor_counts_the_tpu_segment_where_the_rear_lidar_started_the_slowest_instance():
+    """The KPI starts at the later lidar's callback and counts only that lidar's transformer:
+    the rear's holds the TPU segment, so an instance that the rear lidar started cannot take
+    less than the run times, the GPU segments and the TPU segment."""
+    def summary(later):
+        return {"hot_path_run_ms": 65.5, "params": {"tpu_ms": 5.0, "scale": 0.5}}, \
+            {"later_lidar": {k: ({"n": 3, "max": v} if v is not None else {"n": 0, "max": None})
+                             for k, v in later.items()}}
+    assert history._floor(*summary({"front": 80.0, "rear": 90.0})) == pytest.approx(68.0)
+    assert history._floor(*summary({"front": 95.0, "rear": 90.0})) == pytest.approx(65.5)
+    assert history._floor(*summary({"front": None, "rear": 72.0})) == pytest.approx(68.0)
+    # without the split by lidar: the least over both orders
+    assert history._floor({"hot_path_run_ms": 65.5, "params": {"tpu_ms": 5.0}}, {}) == 65.5
