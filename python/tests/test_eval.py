@@ -1466,6 +1466,34 @@ def test_case_study_2_cpp_e0_program_missing_says_how_to_build_it(tmp_path, monk
         case_study2_cpp.program()
 
 
+def test_case_study_2_cpp_e0_that_fails_loudly_is_reported_with_its_stderr_not_hung(
+        tmp_path, monkeypatch):
+    """A program that writes more to stderr than a pipe holds (Fast DDS's warnings over a long
+    run) and then fails: its status and the end of its stderr are reported at once, nothing
+    blocks on an unread pipe, and the whole of it stays in a file beside the records."""
+    from paam.eval import case_study2 as cs2
+    from paam.eval import case_study2_cpp
+    fake = tmp_path / "fake_executor"
+    fake.write_text("#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x >&2\n"
+                    "echo >&2; echo 'error: rcl_init: no DDS' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PAAM_CS2_EXECUTOR", str(fake))
+    monkeypatch.setattr(case_study2_cpp, "_READY_TIMEOUT_S", 20.0)
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    cfg = {"topic_prefix": "/t", "method": "paam", "backend": "cpu", "wait": "suspend",
+           "gpu_ms": 1.0, "tpu_ms": 1.0, "scale": 1.0, "warmup_s": 1.0, "duration_s": 1.0,
+           "device_cpu": -1, "tpu_cpu": None, "direct_keeps_priority": False,
+           "gpu_socket": "/s/gpu", "tpu_socket": "/s/tpu", "request_priority": "chain",
+           "executors": {"E0": cs2.EXECUTORS[0][3]}, "helper_cpus": [cpu],
+           "cpus": {"E0": cpu}}
+    path = str(tmp_path / "e0")
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="(?s)exited with status 3.*error: rcl_init: no DDS"):
+        case_study2_cpp.run(cfg, path, sync={})
+    assert time.monotonic() - t0 < 15.0
+    assert (tmp_path / "e0.stderr").stat().st_size > 300000
+
+
 def test_case_study_2_e0_in_cpp_runs_the_hot_path_with_the_same_records(tmp_path):
     """--e0-executor cpp: 4ST's E0 for PiCAS and PAAM is paam_cs2_executor (C++ on rcl), the
     other executors rclpy's; the hot path completes through the mixed processes, and E0's

@@ -164,17 +164,30 @@ def _thread_cpus(pid: int) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _read_line(proc: subprocess.Popen, timeout_s: float, what: str) -> str:
+def _tail(path: str, limit: int = 4000) -> str:
+    """The end of the program's stderr file (at most ``limit`` characters)."""
+    try:
+        return Path(path).read_text(errors="replace")[-limit:].strip()
+    except OSError:
+        return ""
+
+
+def _read_line(proc: subprocess.Popen, timeout_s: float, what: str, err_path: str) -> str:
     """The program's next line on stdout, or RuntimeError (with its stderr) if it ended or took
     longer than ``timeout_s``."""
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
-    line = proc.stdout.readline() if ready else ""
-    if not line:
-        if proc.poll() is None:
+    if not ready:
+        proc.kill()
+        raise RuntimeError(f"{PROGRAM}: no {what} after {timeout_s:.0f} s: {_tail(err_path)}")
+    line = proc.stdout.readline()
+    if not line:  # its stdout closed: it is ending (its status may take a moment to come)
+        try:
+            status = proc.wait(10)
+        except subprocess.TimeoutExpired:
             proc.kill()
-            raise RuntimeError(f"{PROGRAM}: no {what} after {timeout_s:.0f} s")
-        raise RuntimeError(f"{PROGRAM} exited with status {proc.wait()} before {what}: "
-                           f"{proc.stderr.read().strip()}")
+            status = f"{proc.wait()} (killed: stdout closed, still running)"
+        raise RuntimeError(f"{PROGRAM} exited with status {status} before {what}: "
+                           f"{_tail(err_path)}")
     return line.strip()
 
 
@@ -183,13 +196,16 @@ def run(cfg: dict, path: str, sync: dict) -> None:
     written to ``path`` in the same layout."""
     exe = program()
     common.pin_this_thread(cfg["helper_cpus"] or sorted(set(cfg["cpus"].values())))
-    spec_path, out_path = path + ".spec", path + ".json"
+    # stderr into a file, not a pipe: Fast DDS's warnings over a long run could fill a pipe
+    # nobody reads during the spin and block the executor thread that writes them
+    spec_path, out_path, err_path = path + ".spec", path + ".json", path + ".stderr"
     Path(spec_path).write_text(spec_text(cfg, out_path))
     env = dict(os.environ, LD_LIBRARY_PATH=library_path())
-    proc = subprocess.Popen([exe, spec_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([exe, spec_path], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     try:
-        if _read_line(proc, _READY_TIMEOUT_S, "ready line") != "ready":
+        if _read_line(proc, _READY_TIMEOUT_S, "ready line", err_path) != "ready":
             raise RuntimeError(f"{PROGRAM}: unexpected first line")
         rt_note = _prioritize(proc.pid, cfg)
         sync["ready"].put(cfg["name"])
@@ -205,12 +221,12 @@ def run(cfg: dict, path: str, sync: dict) -> None:
         snap.daemon = True
         snap.start()
         left = start_ns / 1e9 + total - time.monotonic()
-        if _read_line(proc, max(0.0, left) + 60, "end of the run") != "done":
+        if _read_line(proc, max(0.0, left) + 60, "end of the run", err_path) != "done":
             raise RuntimeError(f"{PROGRAM}: unexpected last line")
         snap.cancel()
         if proc.wait(30) != 0:
             raise RuntimeError(f"{PROGRAM} exited with status {proc.returncode}: "
-                               f"{proc.stderr.read().strip()}")
+                               f"{_tail(err_path)}")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -236,5 +252,5 @@ def run(cfg: dict, path: str, sync: dict) -> None:
              hot_calls=rows("calls", cs2._CALL_COLS),
              switch_interval=np.float64(sys.getswitchinterval()),
              mt_calls=np.zeros((0, threads_bd.CALL_COLS), dtype=np.int64))
-    for p in (spec_path, out_path):
+    for p in (spec_path, out_path, err_path):
         os.unlink(p)
