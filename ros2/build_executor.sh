@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds ros2/picas_rcl (PiCAS's executor on rcl, and case study 2's C++ hot-path executor
-# paam_cs2_executor) with plain CMake against the ROS 2 Jazzy prefix pip installed into a virtual
-# environment, and installs the program into that venv's bin. Needs scripts/requirements-ros.txt
-# installed there. Usage: ros2/build_executor.sh VENV [BUILD_DIR]
+# Builds ros2/picas_rcl (PiCAS's executor on rcl, case study 2's C++ hot-path executor
+# paam_cs2_executor, and the executor's test) with plain CMake against the ROS 2 Jazzy prefix pip
+# installed into a virtual environment, and installs paam_cs2_executor into that venv's bin; the
+# test stays at BUILD_DIR/picas_executor_test (python/tests/ros/test_picas_rcl.py runs it). Needs
+# scripts/requirements-ros.txt installed there. Usage: ros2/build_executor.sh VENV [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,5 @@ cmake -S ros2/picas_rcl -B "$BUILD" -Wno-dev \
   -DPython3_FIND_STRATEGY=LOCATION >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" >>"$LOG" 2>&1 || { tail -50 "$LOG" >&2; exit 1; }
 cmake --install "$BUILD" >>"$LOG" 2>&1 || { tail -20 "$LOG" >&2; exit 1; }
-echo "paam_cs2_executor installed into $PREFIX/bin"
+[ -x "$BUILD/picas_executor_test" ] || { echo "build_executor: no $BUILD/picas_executor_test" >&2; exit 1; }
+echo "paam_cs2_executor installed into $PREFIX/bin; the executor's test is $BUILD/picas_executor_test"

@@ -31,7 +31,8 @@ rc=0
 ctest --test-dir build/cpp-device --output-on-failure -j 8 -E '^Cuda' >"$OUT/ctest.log" 2>&1 || rc=1
 ctest --test-dir build/cpp-device --output-on-failure -R '^Cuda' >"$OUT/ctest_cuda.log" 2>&1 || rc=1
 grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.log" "$OUT/ctest_cuda.log"
-PAAM_REQUIRE_ROS=1 python3 -m pytest python/tests/test_gpu.py python/tests/test_gpu_ipc.py python/tests/test_gpu_units.py \
+PAAM_REQUIRE_ROS=1 PAAM_PICAS_RCL_TEST=build/picas_rcl-device/picas_executor_test \
+  python3 -m pytest python/tests/test_gpu.py python/tests/test_gpu_ipc.py python/tests/test_gpu_units.py \
   python/tests/ros -q -p no:cacheprovider >"$OUT/pytest.log" 2>&1 || rc=1
 tail -15 "$OUT/pytest.log"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -54,10 +54,13 @@ class PicasExecutor {
   void AddTimer(rcl_timer_t* timer, int priority, TimerCallback callback);
 
   // Runs callbacks until CLOCK_MONOTONIC reaches deadline_ns (a callback running then ends
-  // first). Returns the number of callbacks run.
+  // first). Returns the number of callbacks run. While it spins, the thread's timer slack is
+  // the least (1 ns): rmw_fastrtps's zero-timeout wait, one before every pick, may otherwise
+  // sleep up to the slack (50 us by default) in a thread without SCHED_FIFO.
   uint64_t SpinUntil(int64_t deadline_ns);
 
-  // Picks so far, and those that found a sample no longer there (another take got it).
+  // Picks so far, and those that ran no callback: a sample no longer there (another take got
+  // it) or a timer cancelled meanwhile.
   uint64_t picks() const { return picks_; }
   uint64_t empty_takes() const { return empty_takes_; }
 
@@ -74,7 +77,7 @@ class PicasExecutor {
   };
 
   void Wait(int64_t timeout_ns);
-  void Run(Entity& e);
+  bool Run(Entity& e);  // false: it ran no callback (an empty take)
 
   rcl_context_t* context_;
   std::vector<Entity> entities_;
