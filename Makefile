@@ -42,13 +42,13 @@ bench: install
 # against that prefix (ros2/build_msgs.sh). About a minute on 2 cores; the stamp makes it once.
 .PHONY: ros test-ros bench-ros
 ROS_STAMP := $(VENV)/.ros-stamp
-$(ROS_STAMP): $(VENV)/.stamp scripts/requirements-ros.txt ros2/build_msgs.sh $(wildcard ros2/paam_msgs/*.* ros2/paam_msgs/msg/* ros2/paam_msgs/srv/*)
+$(ROS_STAMP): $(VENV)/.stamp scripts/requirements-ros.txt ros2/build_msgs.sh ros2/venv_cmake.sh $(wildcard ros2/paam_msgs/*.* ros2/paam_msgs/msg/* ros2/paam_msgs/srv/*)
 	$(PY) -m pip install -q -r scripts/requirements-ros.txt
 	ros2/build_msgs.sh $(VENV) build/paam_msgs
 	touch $@
 # Case study 2's C++ hot-path executor (ros2/picas_rcl: rcl and the core), into the venv's bin.
 CS2_EXECUTOR := $(VENV)/bin/paam_cs2_executor
-$(CS2_EXECUTOR): $(ROS_STAMP) ros2/build_executor.sh $(wildcard ros2/picas_rcl/*) $(wildcard core/CMakeLists.txt core/include/paam/* core/src/*/* core/src/*/*/*)
+$(CS2_EXECUTOR): $(ROS_STAMP) ros2/build_executor.sh ros2/venv_cmake.sh $(wildcard ros2/picas_rcl/*) $(wildcard core/CMakeLists.txt core/include/paam/* core/src/*/* core/src/*/*/*)
 	ros2/build_executor.sh $(VENV) build/picas_rcl
 	touch $@
 ros: $(ROS_STAMP) $(CS2_EXECUTOR)
