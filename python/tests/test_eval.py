@@ -1495,10 +1495,11 @@ def test_case_study_2_cpp_e0_that_fails_loudly_is_reported_with_its_stderr_not_h
 
 
 def test_case_study_2_e0_in_cpp_runs_the_hot_path_with_the_same_records(tmp_path):
-    """--e0-executor cpp: 4ST's E0 for PiCAS and PAAM is paam_cs2_executor (C++ on rcl), the
+    """--e0-executor cpp: 4ST's E0 is paam_cs2_executor (C++ on rcl) for every method, the
     other executors rclpy's; the hot path completes through the mixed processes, and E0's
     records (its callbacks, its GPU requests' stages, its OS priority) are there as from the
-    rclpy process."""
+    rclpy process. ROS 2's E0 picks in rclcpp's order at SCHED_OTHER, PiCAS's and PAAM's by
+    priority at E0's OS priority."""
     from paam.eval import case_study2_cpp
     try:
         case_study2_cpp.program()
@@ -1506,14 +1507,18 @@ def test_case_study_2_e0_in_cpp_runs_the_hot_path_with_the_same_records(tmp_path
         if os.environ.get("PAAM_REQUIRE_ROS") == "1":
             raise
         pytest.skip(str(err))
-    data = _cs2_quick(tmp_path, "--setups", "4ST", "--methods", "picas,paam",
+    data = _cs2_quick(tmp_path, "--setups", "4ST", "--methods", "ros2,picas,paam",
                       "--e0-executor", "cpp")
     assert data["params"]["e0_executor"] == "cpp"
-    assert "E0 for PiCAS and PAAM in C++ on rcl" in (tmp_path / "summary.txt").read_text()
+    assert "4ST's E0 in C++ on rcl" in (tmp_path / "summary.txt").read_text()
+    ros2 = _cs2_hot_path_ran(data, "4ST", "ROS 2")
+    e0 = [r for r in ros2["rt"] if r.startswith("E0:")]
+    assert len(e0) == 1 and "rclcpp's SingleThreadedExecutor order" in e0[0], ros2["rt"]
+    assert "SCHED_OTHER nice 0" in e0[0], e0
     for method in ("PiCAS", "PAAM"):
         s = _cs2_hot_path_ran(data, "4ST", method)
         e0 = [r for r in s["rt"] if r.startswith("E0:")]
-        assert len(e0) == 1 and "C++ executor" in e0[0], s["rt"]
+        assert len(e0) == 1 and "C++ executor" in e0[0] and "rclcpp" not in e0[0], s["rt"]
         assert s["thread_cpus"]["E0"], s["thread_cpus"]
         # every callback of E0 on record: about nine per instance from the due time
         e0_calls = s["hot_executor_from_due"]

@@ -1,8 +1,9 @@
 // paam_cs2_executor — one executor process of case study 2 (the Autoware reference system), its
-// nodes and their callbacks in C++ on rcl, spun by paam_ros::PicasExecutor.
+// nodes and their callbacks in C++ on rcl, spun by paam_ros::PicasExecutor (for the ROS 2
+// method in rclcpp's SingleThreadedExecutor order).
 //
 // python/paam/eval/case_study2.py builds the reference system and stays the one place that says
-// what each node does: it writes this program's spec (cs2_cpp.py, `paam eval case-study-2
+// what each node does: it writes this program's spec (case_study2_cpp.py, `paam eval case-study-2
 // --e0-executor cpp`), starts it, and turns what it records into the same records as its own
 // rclpy executor processes. The callbacks do what that file's do, in the same order: take the
 // sample history (std_msgs/Int64MultiArray: per node id, its stamp, sequence number and missed
@@ -93,7 +94,7 @@ struct Spec {
 }
 
 // The spec: one "key values..." per line.
-//   prefix P | method picas|paam | backend cpu|cuda | wait suspend|spin|hybrid | out PATH
+//   prefix P | method ros2|picas|paam | backend cpu|cuda | wait suspend|spin|hybrid | out PATH
 //   gpu_ms F | tpu_ms F | scale F | warmup_s F | duration_s F
 //   device_cpu N | tpu_cpu N | tpu_priority N | drop_gpu 0|1 | drop_tpu 0|1
 //   gpu_socket PATH|- | tpu_socket PATH|- | stages NAME... | hot_ids ID... | hot_hops ID...
@@ -157,7 +158,9 @@ Spec ReadSpec(const std::string& path) {
     }
     if (f.fail() && !f.eof()) Usage("bad value in line " + std::to_string(number));
   }
-  if (s.method != "picas" && s.method != "paam") Usage("method must be picas or paam");
+  if (s.method != "ros2" && s.method != "picas" && s.method != "paam") {
+    Usage("method must be ros2, picas or paam");
+  }
   if (s.out.empty() || s.prefix.empty() || s.nodes.empty()) Usage("spec lacks out, prefix or nodes");
   return s;
 }
@@ -657,7 +660,9 @@ int Main(int argc, char** argv) {
   Check(rcl_init(0, nullptr, &init_options, &context), "rcl_init");
   int status = 0;
   {
-    paam_ros::PicasExecutor ex(&context);
+    // ROS 2: the stock executor's order (rclcpp's SingleThreadedExecutor), priorities unused
+    paam_ros::PicasExecutor ex(&context, spec.method == "ros2" ? paam_ros::PicasExecutor::Order::kRclcpp
+                                                               : paam_ros::PicasExecutor::Order::kPriority);
     Graph graph(spec, &context, ex);
     std::cout << "ready" << std::endl;
 

@@ -25,8 +25,8 @@ int64_t MonotonicNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-PicasExecutor::PicasExecutor(rcl_context_t* context)
-    : context_(context), wait_set_(rcl_get_zero_initialized_wait_set()) {}
+PicasExecutor::PicasExecutor(rcl_context_t* context, Order order)
+    : context_(context), order_(order), wait_set_(rcl_get_zero_initialized_wait_set()) {}
 
 PicasExecutor::~PicasExecutor() {
   if (wait_set_ready_) Quiet(rcl_wait_set_fini(&wait_set_));
@@ -117,6 +117,23 @@ bool PicasExecutor::Run(Entity& e) {
   return true;
 }
 
+PicasExecutor::Entity* PicasExecutor::Next() {
+  Entity* best = nullptr;
+  for (Entity& e : entities_) {
+    if (!e.pending) continue;
+    if (order_ == Order::kRclcpp) {
+      if (e.timer) return &e;  // the first ready timer, else the first ready subscription
+      if (!best) best = &e;
+      continue;
+    }
+    if (!best || e.priority > best->priority ||
+        (e.priority == best->priority && e.seen_wait < best->seen_wait)) {
+      best = &e;
+    }
+  }
+  return best;
+}
+
 namespace {
 
 // The calling thread's timer slack at its least for a scope, then back (where prctl works).
@@ -145,18 +162,13 @@ uint64_t PicasExecutor::SpinUntil(int64_t deadline_ns) {
   for (;;) {
     const int64_t now = MonotonicNs();
     if (now >= deadline_ns) break;
-    // Every pick polls readiness again; without pending work the wait may sleep.
-    Wait(pending_ ? 0 : std::min(kMaxBlockNs, deadline_ns - now));
-    if (!pending_) continue;
-    Entity* best = nullptr;
-    for (Entity& e : entities_) {
-      if (!e.pending) continue;
-      if (!best || e.priority > best->priority ||
-          (e.priority == best->priority && e.seen_wait < best->seen_wait)) {
-        best = &e;
-      }
+    // PiCAS polls readiness again before every pick, rclcpp's order only once the last wait's
+    // work is done; without pending work the wait may sleep.
+    if (order_ == Order::kPriority || !pending_) {
+      Wait(pending_ ? 0 : std::min(kMaxBlockNs, deadline_ns - now));
     }
-    ran += Run(*best) ? 1 : 0;
+    if (!pending_) continue;
+    ran += Run(*Next()) ? 1 : 0;
   }
   return ran;
 }

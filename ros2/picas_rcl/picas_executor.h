@@ -7,7 +7,12 @@
 //     then by the order the entities were added);
 //   - a subscription's message is taken, and a timer called, when its callback runs (as rclpy
 //     does), so a KEEP_LAST(1) subscription hands its callback the newest sample.
-// One thread spins it (SpinUntil); everything else is set up before. Errors from rcl at set-up
+// One thread spins it (SpinUntil); everything else is set up before.
+//
+// For the baselines it can also pick as rclcpp's SingleThreadedExecutor does (Order::kRclcpp,
+// the stock executor of the paper's "ROS 2" method): priorities ignored, the ready timers
+// first and then the ready subscriptions, each in the order added, and no new wait until
+// every entity the last wait found ready has been run. Errors from rcl at set-up
 // throw std::runtime_error with rcl's message; during the spin they do too (nothing is retried).
 //
 // Why it exists: rclcpp is not on PyPI, rcl is (ros-jazzy-rcl, pulled in by ros-jazzy-rclpy).
@@ -42,7 +47,12 @@ class PicasExecutor {
   // A timer's callback gets the time its call was due (the timer's clock, ns).
   using TimerCallback = std::function<void(int64_t due_ns)>;
 
-  explicit PicasExecutor(rcl_context_t* context);
+  enum class Order {
+    kPriority,  // PiCAS: the most urgent ready callback, readiness polled before every pick
+    kRclcpp,    // rclcpp's SingleThreadedExecutor: timers, then subscriptions, per wait
+  };
+
+  explicit PicasExecutor(rcl_context_t* context, Order order = Order::kPriority);
   ~PicasExecutor();
   PicasExecutor(const PicasExecutor&) = delete;
   PicasExecutor& operator=(const PicasExecutor&) = delete;
@@ -79,7 +89,10 @@ class PicasExecutor {
   void Wait(int64_t timeout_ns);
   bool Run(Entity& e);  // false: it ran no callback (an empty take)
 
+  Entity* Next();  // the pending entity to run next, by the order
+
   rcl_context_t* context_;
+  Order order_;
   std::vector<Entity> entities_;
   rcl_wait_set_t wait_set_;
   bool wait_set_ready_ = false;

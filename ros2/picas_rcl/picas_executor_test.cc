@@ -378,6 +378,33 @@ void TimerOrderedWithSubscriptionsGetsItsDueTime(Ros& ros) {
   EXPECT(ran_at - due >= 20 * kMs, "the timer ran " + Ms(ran_at - due) + " after its due time");
 }
 
+// Order::kRclcpp, the stock executor's order (rclcpp's SingleThreadedExecutor): priorities
+// ignored, the ready timer before the ready subscriptions, these in the order added, and work
+// that became ready during the batch (here the most "urgent" subscription, published from a
+// callback) waits for the next wait, after the rest of the batch.
+void RclcppOrderTimersThenSubscriptionsPerWait(Ros& ros) {
+  Topic urgent(ros, "urgent"), a(ros, "a"), b(ros, "b");
+  Timer timer(ros, 30 * kMs);
+  Log log;
+  PicasExecutor ex(&ros.context, PicasExecutor::Order::kRclcpp);
+  ex.AddSubscription(&urgent.sub, &urgent.msg, 100, log.Note(urgent, 3));
+  ex.AddSubscription(&a.sub, &a.msg, 1, log.Note(a, 1, [&] {
+    urgent.Publish(3);
+    WaitReady(ros, {&urgent});
+  }));
+  ex.AddTimer(&timer.timer, 0, [&](int64_t) {
+    log.ran.push_back("timer");
+    Check(rcl_timer_cancel(&timer.timer), "rcl_timer_cancel");
+  });
+  ex.AddSubscription(&b.sub, &b.msg, 50, log.Note(b, 2));
+  b.Publish(2);
+  a.Publish(1);
+  WaitReady(ros, {&a, &b}, {&timer});
+  Spin(ex, log, 4);
+  const std::vector<std::string> want = {"timer", "a", "b", "urgent"};
+  EXPECT(log.ran == want, Orders(want, log.ran));
+}
+
 // A periodic timer alone: each call gets its due time, on the timer's grid and after the last.
 void TimerCallsGetDueTimesOnItsGrid(Ros& ros) {
   constexpr int64_t kPeriod = 10 * kMs;
@@ -531,6 +558,7 @@ int main() {
       {"timer_calls_get_due_times_on_its_grid", TimerCallsGetDueTimesOnItsGrid},
       {"spin_until_keeps_its_deadline_and_counts", SpinUntilKeepsItsDeadlineAndCounts},
       {"sample_taken_when_its_callback_runs", SampleTakenWhenItsCallbackRuns},
+      {"rclcpp_order_timers_then_subscriptions_per_wait", RclcppOrderTimersThenSubscriptionsPerWait},
       {"adding_after_the_first_spin_is_refused", AddingAfterTheFirstSpinIsRefused},
   };
   int failed_cases = 0;

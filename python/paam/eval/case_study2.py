@@ -398,8 +398,7 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
     import warnings
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
     try:
-        if (cfg["e0_executor"] == "cpp" and list(cfg["executors"]) == [_HOT_EXECUTOR]
-                and cfg["method"] != "ros2"):
+        if cfg["e0_executor"] == "cpp" and list(cfg["executors"]) == [_HOT_EXECUTOR]:
             from paam.eval import case_study2_cpp
             case_study2_cpp.run(cfg, path, sync)
         else:
@@ -1440,11 +1439,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "threads run the node, MT, its hot-path connection no longer waits for "
                         "the cluster-settings one; always so with --segments async)")
     p.add_argument("--e0-executor", default="rclpy", choices=["rclpy", "cpp"],
-                   help="4ST's PiCAS and PAAM: the hot path's executor E0 as an rclpy process "
-                        "(rclpy, default: paam.ros.PicasExecutor) or as paam_cs2_executor (cpp: "
-                        "the same executor and callbacks in C++ on rcl, ros2/picas_rcl, built "
-                        "by `make ros`; synchronous segments only). E1-E3, ROS 2 and MT stay "
-                        "rclpy")
+                   help="4ST: the hot path's executor E0 as an rclpy process (rclpy, default) "
+                        "or as paam_cs2_executor (cpp: the same nodes and callbacks in C++ on "
+                        "rcl, ros2/picas_rcl, built by `make ros`; synchronous segments only), "
+                        "for every method: PiCAS's executor for PiCAS and PAAM, rclcpp's "
+                        "SingleThreadedExecutor order for ROS 2. E1-E3 and MT stay rclpy")
     p.add_argument("--switch-interval-ms", type=float, default=None, metavar="MS",
                    help="Python's switch interval in the executor processes "
                         "(sys.setswitchinterval): how long a thread holding the GIL keeps it "
@@ -1962,7 +1961,7 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
              + ("; the intersection node's connections in a callback group each "
                 "(--intersection-groups connection)"
                 if args.intersection_groups == "connection" else "")
-             + ("; 4ST's E0 for PiCAS and PAAM in C++ on rcl (--e0-executor cpp)"
+             + ("; 4ST's E0 in C++ on rcl (--e0-executor cpp; ROS 2's in rclcpp's order)"
                 if args.e0_executor == "cpp" else "")
              + (f"; Python's switch interval {args.switch_interval_ms:g} ms "
                 "(--switch-interval-ms)" if args.switch_interval_ms else "")

@@ -4,9 +4,11 @@
 callbacks is Python's (the executor's wait and pick, rclpy's take and publish;
 docs/evaluation.md, "E0's own CPU time outside callbacks"). This runs E0 as the paper's
 executors run, compiled: ``paam_cs2_executor`` (ros2/picas_rcl), PiCAS's priority-driven
-executor on rcl's C API with the same nodes and callbacks in C++. The other three executors stay
-rclpy processes; the messages, topics, priorities and records are the same, so a run's records
-mix with theirs as before.
+executor on rcl's C API with the same nodes and callbacks in C++, for PiCAS and PAAM; for ROS 2
+the same program picks as rclcpp's SingleThreadedExecutor does (the paper's stock executor), so
+all three methods run E0 compiled. The other three executors stay rclpy processes; the
+messages, topics, priorities and records are the same, so a run's records mix with theirs as
+before.
 
 :mod:`paam.eval.case_study2` stays the one description of the reference system: this module
 writes the program's spec from it (:func:`spec_text`), starts the program in E0's process
@@ -127,11 +129,16 @@ def _thread_names(pid: int) -> dict[int, str]:
 
 def _prioritize(pid: int, cfg: dict) -> str:
     """The program's threads get what E0's rclpy process gives its own (case_study2._executor):
-    E0's OS priority on every thread (SCHED_FIFO but for Fast DDS's sender threads, which
-    paam.ros.rt.dds_threads_rt says why to keep at SCHED_OTHER; else the nice ladder) and the
-    executor thread (the main one) pinned to E0's core. Returns the run's rt note."""
+    for PiCAS and PAAM E0's OS priority on every thread (SCHED_FIFO but for Fast DDS's sender
+    threads, which paam.ros.rt.dds_threads_rt says why to keep at SCHED_OTHER; else the nice
+    ladder), for ROS 2 none; and the executor thread (the main one) pinned to E0's core.
+    Returns the run's rt note."""
     from paam.ros.rt import DDS_SENDER_PREFIX, apply_rt
     prio, cpu = cfg["priorities"]["E0"], cfg["cpus"]["E0"]
+    if cfg["method"] == "ros2":
+        os.sched_setaffinity(pid, {cpu})
+        return (f"E0: SCHED_OTHER nice 0, CPU {cpu} (C++ executor, {PROGRAM}, rclcpp's "
+                "SingleThreadedExecutor order)")
     # what this machine permits, tried on this (the parent's) thread, then undone here
     report = apply_rt(prio, None, mode=cfg["rt"], log=lambda _line: None)
     for tid, name in _thread_names(pid).items():
