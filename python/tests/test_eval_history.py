@@ -225,3 +225,24 @@ def test_the_floor_counts_the_tpu_segment_where_the_rear_lidar_started_the_slowe
     assert history._floor(*summary({"front": None, "rear": 72.0})) == pytest.approx(68.0)
     # without the split by lidar: the least over both orders
     assert history._floor({"hot_path_run_ms": 65.5, "params": {"tpu_ms": 5.0}}, {}) == 65.5
+
+
+def test_4st_with_e0_in_cpp_is_its_own_setup_compared_with_the_papers_4st(tmp_path):
+    """A run with --e0-executor cpp rolls up as "4ST C++", beside 4ST with its rclpy E0, with
+    4ST's paper figures and targets."""
+    root = tmp_path / "results"
+    s = _cs2(root / "cpp", "4ST", {"ROS 2": 400.0, "PiCAS": 110.0, "PAAM": 80.0},
+             command_extra=" --e0-executor cpp")
+    s["params"]["e0_executor"] = "cpp"
+    (root / "cpp" / "summary.json").write_text(json.dumps(s))
+    _cs2(root / "py", "4ST", {"PAAM": 81.0})
+    cs2 = history.collect([root])[0]
+    assert sorted((r["setup"], r["method"]) for r in cs2) == [
+        ("4ST", "PAAM"), ("4ST C++", "PAAM"), ("4ST C++", "PiCAS"), ("4ST C++", "ROS 2")]
+    red = history.reductions(cs2)
+    assert [(r["setup"], round(r["vs_ros2_pct"], 1), round(r["vs_picas_pct"], 1))
+            for r in red] == [("4ST C++", -80.0, -27.3)]
+    groups = {(g["setup"], g["method"]): g for g in history.cs2_groups(cs2)}
+    assert groups[("4ST C++", "PAAM")]["paper_max_ms"] == 79.0
+    text = history.summary_text(cs2, red, list(groups.values()), [], "cuda")
+    assert "4ST C++: target met in 0 of 1 calls; best against ROS 2 -80.0%" in text

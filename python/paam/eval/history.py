@@ -5,8 +5,8 @@ under ``--inputs`` (folders, searched recursively; only the summaries are read, 
 may be compressed or gone) and rolls them up, one row per run and method:
 
 * case study 2: each run's hot-path maximum, p99 and drops per setup and method (MT with
-  ``--mt-executor shared`` as its own setup, "MT shared"), the maximum from the lidar timers'
-  due time where the run recorded it, its segment length, the other options its command line
+  ``--mt-executor shared`` as its own setup, "MT shared", and 4ST with ``--e0-executor cpp``
+  as "4ST C++"), the maximum from the lidar timers' due time where the run recorded it, its segment length, the other options its command line
   gave, the host's mean steal; the maxima of all runs beside the paper's (Fig. 11a, Jetson
   Xavier), and the reductions of every run that had all three methods in one call (so on one
   machine) beside the paper's targets;
@@ -44,8 +44,10 @@ PAPER_CS2_MAX_MS = {("MT", "ROS 2"): 917.0, ("MT", "PAAM"): 83.0,
 TARGET_REDUCTION_PCT = {"MT": (-91.0, None), "4ST": (-85.0, -51.0)}
 #: "MT shared": MT with ``--mt-executor shared`` (PiCAS and PAAM on one
 #: MultiThreadedPicasExecutor, the paper's MT; ROS 2's MT is the same in either), kept apart from
-#: the partitioned MT of the runs before it; the paper's figures and targets are MT's
-SETUPS = ("4ST", "MT", "MT shared")
+#: the partitioned MT of the runs before it; "4ST C++": 4ST with ``--e0-executor cpp`` (the hot
+#: path's executor compiled), kept apart from 4ST's rclpy E0; the paper's figures and targets
+#: are MT's and 4ST's
+SETUPS = ("4ST", "4ST C++", "MT", "MT shared")
 #: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet lent
 #: hosts stole 1-5 ms/s on average, contended ones 45-400)
 QUIET_HOST_MS_PER_S = 20.0
@@ -56,7 +58,8 @@ _NOT_OPTIONS = {"command", "experiment", "setups", "methods", "duration", "warmu
 
 
 def paper_setup(setup: str) -> str:
-    """The paper's setup a row's setup is compared with ("MT shared" -> "MT")."""
+    """The paper's setup a row's setup is compared with ("MT shared" -> "MT", "4ST C++" ->
+    "4ST")."""
     return setup.split()[0]
 
 
@@ -146,6 +149,7 @@ def _read_summary(path: Path, d: dict) -> tuple[list[dict], list[dict]]:
         options = _options(meta.get("command", ""))
         results = d.get("results") or {}
         shared = params.get("mt_executor") == "shared"
+        e0_cpp = params.get("e0_executor") == "cpp"
         for setup, methods in results.items():
             for method, r in (methods or {}).items():
                 hp = (r or {}).get("hot_path_ms") if isinstance(r, dict) else None
@@ -153,7 +157,9 @@ def _read_summary(path: Path, d: dict) -> tuple[list[dict], list[dict]]:
                     continue
                 drops = r.get("drops") or {}
                 due = r.get("hot_path_from_due_ms") or {}
-                cs2.append({**base, "setup": "MT shared" if shared and setup == "MT" else setup,
+                label = ("MT shared" if shared and setup == "MT"
+                         else "4ST C++" if e0_cpp and setup == "4ST" else setup)
+                cs2.append({**base, "setup": label,
                             "method": method,
                             "gpu_ms": _num(params.get("gpu_ms")),
                             "duration_s": _num(params.get("duration")),
@@ -479,7 +485,7 @@ def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> Non
 def plot_reductions(red: list[dict], path: Path, title: str) -> None:
     plt = common.pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    for setup, marker in zip(SETUPS, "os^"):
+    for setup, marker in zip(SETUPS, "oDs^"):
         rows = [r for r in red if r["setup"] == setup]
         if rows:
             ax.scatter([r["vs_ros2_pct"] for r in rows], [r["vs_picas_pct"] for r in rows],
