@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -454,16 +456,22 @@ void SpinUntilKeepsItsDeadlineAndCounts(Ros& ros) {
 
   // Nothing ready: back at the deadline, not before, not much after (110 ms: not a multiple of
   // the executor's longest wait, 50 ms); the thread slept (such a spin takes well under 1 ms of
-  // CPU time, one that polls without sleeping some 20 ms).
-  int64_t deadline = MonotonicNs() + 110 * kMs;
-  int64_t cpu = ThreadCpuNs();
-  uint64_t n = ex.SpinUntil(deadline);
-  int64_t back = MonotonicNs();
-  cpu = ThreadCpuNs() - cpu;
+  // CPU time, one that polls without sleeping some 20 ms). A VM may stall a thread for tens of
+  // ms once in a while: the best of up to three spins counts (a fault is there every time).
+  int64_t late = INT64_MAX, cpu = INT64_MAX;
+  uint64_t n = 0;
+  for (int attempt = 0; attempt < 3 && (late >= 25 * kMs || cpu >= 8 * kMs); ++attempt) {
+    const int64_t deadline = MonotonicNs() + 110 * kMs;
+    const int64_t cpu0 = ThreadCpuNs();
+    n += ex.SpinUntil(deadline);
+    const int64_t back = MonotonicNs();
+    cpu = std::min(cpu, ThreadCpuNs() - cpu0);
+    EXPECT(back >= deadline, "returned " + Ms(deadline - back) + " before its deadline");
+    late = std::min(late, back - deadline);
+  }
   EXPECT(n == 0 && log.ran.empty(), "SpinUntil returned " + std::to_string(n) + ", ran " + Join(log.ran));
-  EXPECT(back >= deadline, "returned " + Ms(deadline - back) + " before its deadline");
-  EXPECT(back - deadline < 25 * kMs, "returned " + Ms(back - deadline) + " after its deadline");
-  EXPECT(cpu < 8 * kMs, "the idle spin of 110 ms used " + Ms(cpu) + " of CPU time: a busy loop?");
+  EXPECT(late < 25 * kMs, "returned " + Ms(late) + " after its deadline (the best of three)");
+  EXPECT(cpu < 8 * kMs, "an idle spin of 110 ms used " + Ms(cpu) + " of CPU time (the best of three): a busy loop?");
   EXPECT(ex.picks() == 0, "picks() is " + std::to_string(ex.picks()) + " with nothing run");
 
   // Work ready, but the deadline is now: nothing runs.
@@ -475,10 +483,10 @@ void SpinUntilKeepsItsDeadlineAndCounts(Ros& ros) {
                                         ", ran " + Join(log.ran));
 
   // `first` runs on past the deadline: the spin returns after it, without running `second`.
-  deadline = MonotonicNs() + 50 * kMs;
+  const int64_t deadline = MonotonicNs() + 50 * kMs;
   overrun_to = deadline + 30 * kMs;
   n = ex.SpinUntil(deadline);
-  back = MonotonicNs();
+  const int64_t back = MonotonicNs();
   EXPECT(n == 1 && log.ran == std::vector<std::string>{"first"},
          "SpinUntil returned " + std::to_string(n) + ", ran " + Join(log.ran));
   EXPECT(back >= overrun_to && back - overrun_to < 50 * kMs,
