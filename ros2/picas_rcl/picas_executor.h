@@ -12,8 +12,10 @@
 // For the baselines it can also pick as rclcpp's SingleThreadedExecutor does (Order::kRclcpp,
 // the stock executor of the paper's "ROS 2" method): priorities ignored, the ready timers
 // first and then the ready subscriptions, each in the order added, and no new wait until
-// every entity the last wait found ready has been run. Errors from rcl at set-up
-// throw std::runtime_error with rcl's message; during the spin they do too (nothing is retried).
+// every entity the last wait found ready has been run.
+//
+// Errors from rcl at set-up throw std::runtime_error with rcl's message; during the spin they do
+// too (nothing is retried).
 //
 // Why it exists: rclcpp is not on PyPI, rcl is (ros-jazzy-rcl, pulled in by ros-jazzy-rclpy).
 // The executor's own work per callback in Python (rclpy's wait, the handler task, the pick) is

@@ -246,8 +246,8 @@ struct Log {
 };
 
 // SpinUntil in 20 ms slices until `ran` holds `want` callbacks (at most 5 s), then one slice more
-// (nothing else should run). Returns what the SpinUntil calls returned, summed; checks that
-// picks() moved by as much.
+// (nothing else should run). Returns what the SpinUntil calls returned, summed; checks that it
+// equals the callbacks that ran, and that picks() moved by as much plus the empty takes.
 uint64_t Spin(PicasExecutor& ex, const Log& log, size_t want) {
   const uint64_t picks = ex.picks(), empty = ex.empty_takes();
   const size_t ran = log.ran.size();

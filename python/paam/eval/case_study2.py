@@ -1802,7 +1802,9 @@ def _skipped(lidar: dict) -> str:
 def hot_path_floor(args) -> float:
     """The least a hot-path instance can take (ms): from the later lidar stamp, that lidar's
     own callback, one points transformer, the fusing callback, ray ground filter, cluster
-    detector and collision estimator, each its run time and GPU segment."""
+    detector and collision estimator, each its run time and GPU segment. That is the front
+    lidar's floor; an instance the rear lidar starts also counts TPU_NODE's TPU segment
+    (paam.eval.history._floor adds it per run)."""
     runs = (SENSOR + TRANSFORM + FUSE + 3 * TRANSFORM) * args.scale
     return runs + 6 * args.gpu_ms * args.scale
 

@@ -6,8 +6,8 @@ may be compressed or gone) and rolls them up, one row per run and method:
 
 * case study 2: each run's hot-path maximum, p99 and drops per setup and method (MT with
   ``--mt-executor shared`` as its own setup, "MT shared", and 4ST with ``--e0-executor cpp``
-  as "4ST C++"), the maximum from the lidar timers' due time where the run recorded it, its segment length, the other options its command line
-  gave, the host's mean steal; the maxima of all runs beside the paper's (Fig. 11a, Jetson
+  as "4ST C++"), the maximum from the lidar timers' due time where the run recorded it, its
+  segment length, the other options its command line gave, the host's mean steal; the maxima of all runs beside the paper's (Fig. 11a, Jetson
   Xavier), and the reductions of every run that had all three methods in one call (so on one
   machine) beside the paper's targets;
 * case study 1: each PAAM run's maximum of every chain against its analysis bound, for the
