@@ -100,8 +100,8 @@ def test_history_rolls_up_runs_reductions_and_bounds(tree, tmp_path):
     # -85% against ROS 2 meets that target, -50% against PiCAS misses -51%
     # the targets needed PAAM at min(15% of 400, 49% of 120) = 58.8 ms, over the 55 ms floor
     assert red["target_needs_ms"] == pytest.approx(58.8) and red["floor_ms"] == 55.0
-    assert ("4ST: target met in 0 of 1 calls; best against ROS 2 -85.0%; in 0 of them it "
-            "needed PAAM under the hot path's own work") in r.stdout
+    assert ("4ST: target met in 0 of 1 calls (-85% against ROS 2 alone: 1); best against ROS 2 "
+            "-85.0%; in 0 of them it needed PAAM under the hot path's own work") in r.stdout
     assert ("at 2.5 ms segments (floor 55.0 ms): -85% needs ROS 2's maximum at 366.7 ms or "
             "more (its calls: 400.0-400.0), -51% PiCAS's at 112.2 or more (120.0-120.0)"
             in r.stdout)
@@ -192,6 +192,7 @@ def test_mt_with_the_shared_executor_is_its_own_setup_compared_with_the_papers_m
     assert groups[("MT shared", "PAAM")]["paper_max_ms"] == 83.0
     text = history.summary_text(cs2, red, list(groups.values()), [], "cuda")
     assert "MT shared: target met in 0 of 1 calls; best against ROS 2 -78.0%" in text
+    assert "alone" not in text   # MT has one target
 
 
 def test_what_the_targets_need_and_when_that_is_under_the_hot_paths_own_work(tmp_path):
@@ -245,4 +246,5 @@ def test_4st_with_e0_in_cpp_is_its_own_setup_compared_with_the_papers_4st(tmp_pa
     groups = {(g["setup"], g["method"]): g for g in history.cs2_groups(cs2)}
     assert groups[("4ST C++", "PAAM")]["paper_max_ms"] == 79.0
     text = history.summary_text(cs2, red, list(groups.values()), [], "cuda")
-    assert "4ST C++: target met in 0 of 1 calls; best against ROS 2 -80.0%" in text
+    assert ("4ST C++: target met in 0 of 1 calls (-85% against ROS 2 alone: 0); best against "
+            "ROS 2 -80.0%") in text

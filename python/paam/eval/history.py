@@ -368,11 +368,13 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
                 continue
             met = sum(r["vs_ros2_pct"] <= a and (b is None or r["vs_picas_pct"] <= b)
                       for r in mine)
+            alone = (f" ({a:+.0f}% against ROS 2 alone: "
+                     f"{sum(r['vs_ros2_pct'] <= a for r in mine)})" if b is not None else "")
             best = min(r["vs_ros2_pct"] for r in mine)
             below = sum(r["target_needs_ms"] < r["floor_ms"] for r in mine)
-            lines.append(f"  {setup}: target met in {met} of {len(mine)} calls; best against "
-                         f"ROS 2 {best:+.1f}%; in {below} of them it needed PAAM under the "
-                         f"hot path's own work")
+            lines.append(f"  {setup}: target met in {met} of {len(mine)} calls{alone}; best "
+                         f"against ROS 2 {best:+.1f}%; in {below} of them it needed PAAM under "
+                         f"the hot path's own work")
             for gpu in sorted({r["gpu_ms"] for r in mine}):
                 at = [r for r in mine if r["gpu_ms"] == gpu]
                 floor = min(r["floor_ms"] for r in at)
