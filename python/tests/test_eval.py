@@ -559,6 +559,28 @@ def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
             p.parse_args(["--server-poll-us", bad])
 
 
+def test_server_spin_buckets_are_passed_only_with_cores_to_spare(capsys):
+    import argparse
+
+    from paam.eval import common
+
+    p = argparse.ArgumentParser()
+    common.add_server_arguments(p)
+    assert common.spin_bucket_args(p.parse_args([]), 6, [4, 5]) == []
+    args = p.parse_args(["--server-spin-buckets", "1"])
+    assert common.spin_bucket_args(args, 6, [4, 5]) == ["--spin-buckets", "1"]
+    assert common.server_poll_label(args) == "paamd's default, spin buckets 1"
+    # at most the paamd's own buckets (the TPU stand-in's paamd has one)
+    assert common.spin_bucket_args(p.parse_args(["--server-spin-buckets", "3"]), 1,
+                                   [4, 5, 6, 7]) == ["--spin-buckets", "1"]
+    # fewer cores than the threads that never sleep: ignored, and the summary says so
+    assert common.spin_bucket_args(args, 6, [4]) == []
+    assert args.server_spin_buckets is None and "ignored" in capsys.readouterr().out
+    for bad in ("0", "-1", "x"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--server-spin-buckets", bad])
+
+
 def test_server_pin_is_passed_only_with_a_core_per_thread(capsys):
     import argparse
 
@@ -1450,6 +1472,22 @@ def test_case_study_2_spec_for_the_cpp_e0_follows_the_reference_system(tmp_path)
     # PiCAS invokes directly: the TPU stand-in's kernel on the callback's thread, dropped
     picas = case_study2_cpp.spec_text(dict(cfg, method="picas"), "x").splitlines()
     assert "drop_tpu 1" in picas and "drop_gpu 0" in picas
+    # the hot path's wait: --wait unless --hot-wait says otherwise
+    assert "hot_wait suspend" in lines and f"hot_priority {cs2.HOT_PRIORITY}" in lines
+    spin = case_study2_cpp.spec_text(dict(cfg, hot_wait="spin"), "x").splitlines()
+    assert "wait suspend" in spin and "hot_wait spin" in spin
+
+
+def test_case_study_2_hot_wait_applies_to_the_hot_paths_callbacks_only():
+    """--hot-wait: the hot path's callbacks (chain priority HOT_PRIORITY, the rear transformer's
+    TPU request among them) wait that way, every other callback as --wait says."""
+    from paam.eval import case_study2 as cs2
+    g = cs2._Graph.__new__(cs2._Graph)
+    g.cfg = {"wait": "suspend", "hot_wait": "spin"}
+    assert g._wait(cs2.HOT_PRIORITY) == "spin"
+    assert g._wait(cs2.CHAIN_PRIORITY[cs2.TPU_NODE]) == "spin"
+    assert {g._wait(p) for p in set(cs2.CHAIN_PRIORITY.values()) - {cs2.HOT_PRIORITY}} == {
+        "suspend"}
 
 
 def test_case_study_2_cpp_e0_program_missing_says_how_to_build_it(tmp_path, monkeypatch):

@@ -79,6 +79,8 @@ struct NodeSpec {
 
 struct Spec {
   std::string prefix, method, backend, gpu_socket, tpu_socket, wait = "suspend", out;
+  std::string hot_wait;   // how the hot path's callbacks wait (chain priority hot_priority); "": wait
+  int hot_priority = -1;
   double gpu_ms = 0, tpu_ms = 0, scale = 1, warmup_s = 0, duration_s = 0;
   int device_cpu = -1, tpu_cpu = -1, tpu_priority = 0;
   bool drop_gpu = false, drop_tpu = false;
@@ -95,6 +97,7 @@ struct Spec {
 
 // The spec: one "key values..." per line.
 //   prefix P | method ros2|picas|paam | backend cpu|cuda | wait suspend|spin|hybrid | out PATH
+//   hot_wait suspend|spin|hybrid | hot_priority N   (optional: the hot path's callbacks' wait)
 //   gpu_ms F | tpu_ms F | scale F | warmup_s F | duration_s F
 //   device_cpu N | tpu_cpu N | tpu_priority N | drop_gpu 0|1 | drop_tpu 0|1
 //   gpu_socket PATH|- | tpu_socket PATH|- | stages NAME... | hot_ids ID... | hot_hops ID...
@@ -121,6 +124,8 @@ Spec ReadSpec(const std::string& path) {
     else if (key == "method") f >> s.method;
     else if (key == "backend") f >> s.backend;
     else if (key == "wait") f >> s.wait;
+    else if (key == "hot_wait") f >> s.hot_wait;
+    else if (key == "hot_priority") f >> s.hot_priority;
     else if (key == "out") f >> s.out;
     else if (key == "gpu_ms") f >> s.gpu_ms;
     else if (key == "tpu_ms") f >> s.tpu_ms;
@@ -236,15 +241,22 @@ struct Records {
 
 // --------------------------------------------------------------------------- the accelerators
 
-std::unique_ptr<paam::Client> Connect(const Spec& s, bool tpu, int priority, const std::string& name) {
+// How a PAAM callback of `chain_priority` waits for its requests: the hot path's hot_wait where
+// the spec gives one, else wait.
+const std::string& WaitOf(const Spec& s, int chain_priority) {
+  return !s.hot_wait.empty() && chain_priority == s.hot_priority ? s.hot_wait : s.wait;
+}
+
+std::unique_ptr<paam::Client> Connect(const Spec& s, bool tpu, int priority, const std::string& wait,
+                                      const std::string& name) {
   paam::ClientOptions o;
   o.name = name;
   o.kernels = {paam::KernelDecl{"spin", 0, 8, std::nullopt}};
   if (s.method == "paam") {
     o.priority = static_cast<uint32_t>(priority);
     o.socket_path = tpu ? s.tpu_socket : s.gpu_socket;
-    o.wait = s.wait == "spin" ? paam::WaitMode::kSpin
-             : s.wait == "hybrid" ? paam::WaitMode::kHybrid : paam::WaitMode::kSuspend;
+    o.wait = wait == "spin" ? paam::WaitMode::kSpin
+             : wait == "hybrid" ? paam::WaitMode::kHybrid : paam::WaitMode::kSuspend;
   } else {  // direct invocation, as case_study2._Graph._gpu_client/_tpu_client
     o.priority = tpu ? 0 : static_cast<uint32_t>(priority);
     o.direct = true;
@@ -289,10 +301,11 @@ class DroppedPriority {
 class Work {
  public:
   Work(const Spec& s, Records& r, const NodeSpec& node, const CallbackSpec& cb, double run_ms)
-      : spec_(s), rec_(r), chain_priority_(cb.chain_priority), cpu_ns_(std::llround(run_ms * s.scale * 1e6)) {
+      : spec_(s), rec_(r), chain_priority_(cb.chain_priority), wait_(WaitOf(s, cb.chain_priority)),
+        cpu_ns_(std::llround(run_ms * s.scale * 1e6)) {
     const std::string name = node.name + "." + std::to_string(cb.index);
-    if (node.gpu) gpu_ = Connect(s, false, cb.request_priority, name);
-    if (node.gpu && node.tpu) tpu_ = Connect(s, true, s.tpu_priority, node.name + ".tpu");
+    if (node.gpu) gpu_ = Connect(s, false, cb.request_priority, wait_, name);
+    if (node.gpu && node.tpu) tpu_ = Connect(s, true, s.tpu_priority, wait_, node.name + ".tpu");
   }
 
   // Returns the CPU time spent in the burn (ns).
@@ -313,7 +326,7 @@ class Work {
     if (spec_.method == "paam" && MonotonicNs() >= rec_.record_from) {
       // CPU time beyond the burn; a spinning wait's is not counted (as in case_study2)
       const int64_t now = ThreadCpuNs();
-      const int64_t spun = spec_.wait != "suspend" ? now - c_seg : 0;
+      const int64_t spun = wait_ != "suspend" ? now - c_seg : 0;
       rec_.excess.push_back((now - c0 - spun) / 1e6 - cpu_ns_ / 1e6);
     }
     return c_seg - c0;
@@ -348,6 +361,7 @@ class Work {
   const Spec& spec_;
   Records& rec_;
   int64_t chain_priority_;
+  std::string wait_;  // how its PAAM requests wait (WaitOf)
   int64_t cpu_ns_;
   std::unique_ptr<paam::Client> gpu_, tpu_;
 };

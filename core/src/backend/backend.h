@@ -128,6 +128,9 @@ struct BackendOptions {
   // CUDA backend: how a worker waits for its stream work (ParseCudaWait's forms; empty:
   // $PAAM_CUDA_WAIT, else "nap" in paamd and "spin" in direct mode: ResolveCudaWait).
   std::string cuda_wait;
+  // CUDA backend: the most urgent N levels spin on their completion word where cuda_wait is
+  // nap (the server's spin_buckets; other waits are kept as they are).
+  int spin_levels = 0;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
 

@@ -63,6 +63,10 @@ Serves accelerator requests from local clients by chain priority.
                          of a chain (default: 0)
   --poll-us N|always     busy-poll window before sleeping (default: 50 with 4+ CPUs, else 0);
                          always: never sleep (for cores reserved to paamd)
+  --spin-buckets N       the N most urgent buckets get the fastest path: their workers and the
+                         dispatcher never sleep, and (cuda, nap wait) those workers spin on
+                         their GPU work; a busy core each, the other buckets keep --poll-us and
+                         --cuda-wait (default: 0)
   --dispatcher-cpu N     pin the dispatcher thread
   --thread-cpus LIST     pin the dispatcher and the workers one per CPU, e.g. 4,5,6,7: the
                          dispatcher to the first, the workers to the next ones (round the list
@@ -184,6 +188,10 @@ int main(int argc, char** argv) {
         if (us < 0) Usage("--poll-us must be 0 or more, or 'always'");
         o.poll_ns = static_cast<uint64_t>(us) * 1000;
       }
+    } else if (a == "--spin-buckets") {
+      const long n = ParseInt("--spin-buckets", value());
+      if (n < 0) Usage("--spin-buckets must be 0 or more");
+      o.spin_buckets = static_cast<int>(std::min(n, 1000L));
     } else if (a == "--dispatcher-cpu") {
       o.dispatcher_cpu = static_cast<int>(ParseInt("--dispatcher-cpu", value()));
     } else if (a == "--thread-cpus") {
@@ -207,6 +215,10 @@ int main(int argc, char** argv) {
     if (!o.backend.realtime) {
       paam::Log("note: --fair-buckets has no effect without --rt (every bucket is on the nice ladder)");
     }
+  }
+  if (o.spin_buckets > o.backend.levels) {
+    Usage("--spin-buckets " + std::to_string(o.spin_buckets) + " is more than the " +
+          std::to_string(o.backend.levels) + " bucket(s) of --buckets");
   }
   if (dispatcher_priority < 0) {
     dispatcher_priority = o.backend.realtime ? std::min(99, o.backend.rt_priority_base + o.backend.levels) : 0;
@@ -239,9 +251,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < o.backend.lanes.size() && i < static_cast<size_t>((*server)->buckets()); ++i) {
     lanes += (lanes.empty() ? ", lanes of buckets 0.. " : ",") + std::to_string(o.backend.lanes[i]);
   }
-  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s (pid %d)",
+  const std::string spin =
+      o.spin_buckets > 0 ? ", spin buckets " + std::to_string(o.spin_buckets) : std::string();
+  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s%s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            lanes.c_str(), o.admission.c_str(), poll.c_str(), pinned.c_str(), static_cast<int>(getpid()));
+            lanes.c_str(), o.admission.c_str(), poll.c_str(), spin.c_str(), pinned.c_str(),
+            static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

@@ -252,6 +252,10 @@ Status Server::Impl::Init() {
     }
   }
   while (ready.load() < total) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (options_.spin_buckets > 0 && options_.poll_ns != ServerOptions::kPollAlways) {
+    AddNote("the dispatcher and the workers of bucket(s) 0.." + std::to_string(options_.spin_buckets - 1) +
+            " never sleep (spin buckets " + std::to_string(options_.spin_buckets) + ")");
+  }
   const int dispatcher_cpu = options_.dispatcher_cpu >= 0 ? options_.dispatcher_cpu : cpus.empty() ? -1 : cpus[0];
   if (!cpus.empty()) {
     AddNote("threads pinned to CPUs: dispatcher " + std::to_string(dispatcher_cpu) +
@@ -342,7 +346,7 @@ void Server::Impl::DispatcherLoop() {
       last_work = NowNs();
       continue;
     }
-    if (NowNs() - last_work < options_.poll_ns) {
+    if (options_.spin_buckets > 0 || NowNs() - last_work < options_.poll_ns) {
       CpuRelax();
       continue;
     }
@@ -479,6 +483,7 @@ void Server::Impl::Complete(RegionSlot* r, Session* s, uint64_t sequence, Errc c
 void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
   BucketQueue& queue = *queues_[static_cast<size_t>(unit * buckets_ + bucket)];
   uint64_t last_work = NowNs();
+  const bool spins = bucket < options_.spin_buckets;
   QueueEntry e;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (queue.TryPop(&e)) {
@@ -487,7 +492,7 @@ void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
       last_work = NowNs();
       continue;
     }
-    if (NowNs() - last_work < options_.poll_ns) {
+    if (spins || NowNs() - last_work < options_.poll_ns) {
       CpuRelax();
       continue;
     }
@@ -904,6 +909,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ServerOptions o = options;
   if (o.socket_path.empty()) o.socket_path = DefaultSocketPath();
   if (o.poll_ns == ServerOptions::kAutoPoll) o.poll_ns = OnlineCpus() >= 4 ? 50'000 : 0;
+  if (o.spin_buckets < 0 || o.spin_buckets > o.backend.levels) {
+    return Status(Errc::kInvalidArgument, "spin buckets: " + std::to_string(o.spin_buckets) +
+                                              " is not between 0 and the " + std::to_string(o.backend.levels) +
+                                              " bucket(s) asked for");
+  }
+  o.backend.spin_levels = o.spin_buckets;
   auto impl = std::make_unique<Impl>(o);
   Status st = impl->Init();
   if (!st.ok()) return st;

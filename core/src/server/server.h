@@ -57,6 +57,13 @@ struct ServerOptions {
   static constexpr uint64_t kAutoPoll = UINT64_MAX;
   static constexpr uint64_t kPollAlways = UINT64_MAX - 1;
   uint64_t poll_ns = kAutoPoll;
+  // The most urgent N buckets (0: none) get paamd's fastest path whatever poll_ns says: their
+  // workers and the dispatcher never sleep, and on the CUDA backend those workers spin on
+  // their GPU work where the wait is nap (BackendOptions::spin_levels). The wake-ups a
+  // sleeping thread costs are then off the critical chains' requests only, at one busy core
+  // per such worker and one for the dispatcher, not one per thread as with kPollAlways.
+  // At most the number of buckets (Start fails otherwise).
+  int spin_buckets = 0;
   // Requests per bucket queue (fixed, so the hot path never allocates). Default 4096.
   size_t queue_capacity = 4096;
   // Pin the dispatcher thread to this CPU (-1: do not pin).

@@ -13,7 +13,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <span>
 #include <string>
@@ -653,6 +655,75 @@ TEST(Server, PollAlwaysServesAfterIdleAndStops) {
   const uint64_t t0 = NowNs();
   server->Stop();
   EXPECT_LT(NowNs() - t0, 2'000'000'000u) << "polling threads must see the stop flag";
+}
+
+// The scheduler state letter ('R' running or runnable, 'S' asleep, ...) of each of this process's
+// threads whose name starts with `prefix`, by name.
+std::map<std::string, char> ThreadStates(const std::string& prefix) {
+  std::map<std::string, char> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');  // "tid (comm) S ..."
+    if (close != std::string::npos && close + 2 < line.size()) out[name] = line[close + 2];
+  }
+  return out;
+}
+
+TEST(Server, SpinBucketsKeepTheDispatcherAndTheMostUrgentWorkersAwakeOnly) {
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = 2;
+  o.backend.device_cpu = -2;
+  o.poll_ns = 0;  // every other thread sleeps as soon as it is idle
+  o.spin_buckets = 1;
+  auto started = Server::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  auto server = std::move(started.value());
+  bool noted = false;
+  for (const auto& n : server->notes()) noted |= n.find("never sleep (spin buckets 1)") != std::string::npos;
+  EXPECT_TRUE(noted) << "the notes say which threads never sleep";
+  // Idle: bucket 0's worker and the dispatcher stay on a CPU; bucket 1's worker sleeps.
+  int urgent_asleep = 0, other_asleep = 0, samples = 0;
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto st = ThreadStates("paamd-");
+    ASSERT_TRUE(st.count("paamd-dispatch") && st.count("paamd-w0.0.0") && st.count("paamd-w0.1.0"));
+    urgent_asleep += (st["paamd-dispatch"] != 'R') + (st["paamd-w0.0.0"] != 'R');
+    other_asleep += st["paamd-w0.1.0"] == 'S';
+    ++samples;
+  }
+  EXPECT_EQ(urgent_asleep, 0) << "the dispatcher and bucket 0's worker must never sleep";
+  EXPECT_GT(other_asleep, samples / 2) << "bucket 1's worker keeps poll_ns 0: it sleeps when idle";
+  // Both buckets still serve, and Stop() ends the spinning threads.
+  for (uint32_t prio : {1u, 9u}) {
+    auto c = Connect(*server, prio, {{"vector_add", 64, 64}});
+    ASSERT_NE(c, nullptr);
+    std::vector<float> out;
+    ASSERT_TRUE(VectorAdd(*c, {1}, {2}, &out).ok());
+    EXPECT_EQ(out, (std::vector<float>{3}));
+  }
+  const uint64_t t0 = NowNs();
+  server->Stop();
+  EXPECT_LT(NowNs() - t0, 2'000'000'000u);
+}
+
+TEST(Server, SpinBucketsBeyondTheBucketsAreRefused) {
+  ServerOptions o;
+  o.socket_path = TempSocket();
+  o.backend.levels = 2;
+  o.backend.device_cpu = -2;
+  o.spin_buckets = 3;
+  auto s = Server::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("spin buckets: 3"), std::string::npos) << s.status().ToString();
+  o.spin_buckets = -1;
+  EXPECT_FALSE(Server::Start(o).ok());
 }
 
 // The CPUs thread `tid` of this process may run on.

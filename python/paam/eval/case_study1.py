@@ -684,6 +684,7 @@ def run(args: argparse.Namespace) -> int:
                            + common.server_poll_args(
                                args, server_cpus, common.paamd_workers(args.backend, buckets) + 1)
                            + common.cuda_wait_args(args)
+                           + common.spin_bucket_args(args, buckets, server_cpus)
                            + (["--fair-buckets", str(next(iter(fair.values())))] if fair else [])
                            + (["--lock-memory"] if args.lock_memory else []))
                 rt_args += (["--dispatcher-priority", "0"] if args.server_as_shipped

@@ -526,10 +526,15 @@ class _Graph:
         self.clients.append(c)
         return c
 
-    def _gpu_client(self, chain_prio: int, name: str):
+    def _wait(self, chain_prio: int) -> str:
+        """How a PAAM callback of the chain ``chain_prio`` waits for its requests: --hot-wait
+        for the hot path's, --wait for the others'."""
+        return self.cfg["hot_wait"] if chain_prio == HOT_PRIORITY else self.cfg["wait"]
+
+    def _gpu_client(self, chain_prio: int, name: str, wait: str):
         cfg = self.cfg
         if self.method == "paam":
-            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait=cfg["wait"],
+            c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait=wait,
                                  socket=cfg["gpu_socket"], name=name)
         else:
             c = self.paam.Client(priority=chain_prio, kernels=["spin"], wait="suspend",
@@ -538,11 +543,11 @@ class _Graph:
         self.clients.append(c)
         return c
 
-    def _tpu_client(self, name: str):
+    def _tpu_client(self, name: str, wait: str):
         cfg = self.cfg
         if self.method == "paam":
             c = self.paam.Client(priority=CHAIN_PRIORITY[TPU_NODE], kernels=["spin"],
-                                 wait=cfg["wait"], socket=cfg["tpu_socket"], name=name)
+                                 wait=wait, socket=cfg["tpu_socket"], name=name)
         else:
             c = self.paam.Client(priority=0, kernels=["spin"], wait="suspend", direct=True,
                                  direct_backend="cpu", device_cpu=cfg["tpu_cpu"])
@@ -594,8 +599,10 @@ class _Graph:
         req_prio = (request_priority(node, index, self.cfg["request_priority"])
                     if self.method == "paam" else chain_prio)
         crunch = self._crunch_client()
-        gpu_client = self._gpu_client(req_prio, f"{node}.{index}") if gpu else None
-        tpu_client = self._tpu_client(f"{node}.tpu") if (gpu and node == TPU_NODE) else None
+        wait = self._wait(chain_prio)
+        gpu_client = self._gpu_client(req_prio, f"{node}.{index}", wait) if gpu else None
+        tpu_client = (self._tpu_client(f"{node}.tpu", wait) if (gpu and node == TPU_NODE)
+                      else None)
         cpu_ms = run_ms * self.scale
         gpu_ms, tpu_ms = self.cfg["gpu_ms"], self.cfg["tpu_ms"]
         tally_segments = self.mt_calls is not None and (gpu_client is not None
@@ -632,7 +639,7 @@ class _Graph:
                 # burns it too: then the segments' CPU time is not counted. (Not with async
                 # segments: the thread runs other callbacks while this one awaits.)
                 now = time.thread_time_ns()
-                spun = now - c_seg if self.cfg["wait"] != "suspend" else 0
+                spun = now - c_seg if wait != "suspend" else 0
                 self.excess.append((now - c0 - spun) / 1e6 - cpu_ms)
         return work
 
@@ -1083,7 +1090,8 @@ def run_one(setup: str, method: str, args, tmp: str, sockets: dict, cpus_map: di
             "gpu_socket": sockets.get("gpu"), "tpu_socket": sockets.get("tpu"), "rt": args.rt,
             "direct_keeps_priority": args.direct_keeps_priority,
             "topic_prefix": f"/paam_eval_cs2_{os.getpid()}_{setup}_{method}",
-            "wait": args.wait, "request_priority": args.request_priority,
+            "wait": args.wait, "hot_wait": args.hot_wait or args.wait,
+            "request_priority": args.request_priority,
             "segments": args.segments, "cpu_probe": args.cpu_probe,
             "warmup_s": args.warmup, "duration_s": args.duration, "gc": args.gc,
             "executor_wait": args.executor_wait, "helper_cpus": helper_cpus(placement, args),
@@ -1398,6 +1406,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", default="suspend", choices=["suspend", "hybrid", "spin"],
                    help="how PAAM's callbacks wait for paamd's answer (default suspend; the "
                         "direct CUDA baselines spin on a completion flag)")
+    p.add_argument("--hot-wait", default=None, choices=["suspend", "hybrid", "spin"],
+                   help="how PAAM's hot-path callbacks wait for paamd's answer (default: as "
+                        "--wait). With --server-spin-buckets 1, 'spin' gives the hot path "
+                        "the fastest round trip at a busy core for its executor's waits only, "
+                        "where --wait spin --server-poll-us always busies every core paamd has")
     p.add_argument("--request-priority", default="chain", choices=["chain", "executor"],
                    help="the priority paamd ranks a PAAM GPU request by: its callback's chain "
                         "priority (default, the paper's rule), or the most critical chain "
@@ -1594,6 +1607,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  --wait {args.wait} ignored: the executors share cores, or paamd has none of "
               "its own, on this machine; PAAM's callbacks suspend", flush=True)
         args.wait = "suspend"
+    if args.hot_wait not in (None, "suspend") and (
+            len(set(pl["executor_cpus"].values())) < len(EXECUTORS) or not pl["server_cpus"]):
+        print(f"  --hot-wait {args.hot_wait} ignored, as --wait would be: the hot path's "
+              "callbacks suspend", flush=True)
+        args.hot_wait = "suspend"
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)
@@ -1635,8 +1653,10 @@ def run(args: argparse.Namespace) -> int:
                 threads = common.paamd_workers(args.backend, n_buckets) + args.hot_lanes + 1
                 gpu_args = (rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[:-1])
                             + common.cuda_wait_args(args)
+                            + common.spin_bucket_args(args, n_buckets, cpus)
                             + (["--lanes", str(args.hot_lanes)] if args.hot_lanes > 1 else []))
-                tpu_args = rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])
+                tpu_args = (rt + common.server_poll_args(args, cpus, threads, pin_cpus=cpus[-1:])
+                            + common.spin_bucket_args(args, 1, cpus))
                 with start_server(buckets=n_buckets, backend=args.backend,
                                   device_cpu=pl["device_cpu"] if args.backend == "cpu" else None,
                                   extra_args=gpu_args, cpus=cpus) as gpu_srv, \
@@ -1946,7 +1966,10 @@ def render(summary, setups, methods, meta, args, pl, dem) -> str:
     direct_wait = common.direct_wait_label(args, methods)
     lines = [f"Case study 2 (Autoware reference system), run times x{args.scale:g}, GPU segment "
              f"{args.gpu_ms * args.scale:g} ms, TPU {args.tpu_ms * args.scale:g} ms, "
-             f"{args.duration:g} s per run; PAAM clients wait: {args.wait}, GPU requests at "
+             f"{args.duration:g} s per run; PAAM clients wait: {args.wait}"
+             + (f" (the hot path's: {args.hot_wait})"
+                if getattr(args, "hot_wait", None) not in (None, args.wait) else "")
+             + ", GPU requests at "
              f"{_REQUEST_PRIORITY_LABEL[args.request_priority]}, paamd poll: "
              f"{common.server_poll_label(args)}, threads {common.server_pin_label(args)}"
              + (f"; {direct_wait}" if direct_wait else "")

@@ -71,7 +71,9 @@ def spec_text(cfg: dict, out_path: str) -> str:
     from paam.eval import case_study2 as cs2
     from paam.eval.case_study2 import BY_NAME, CHAIN_PRIORITY, NODE_IDS
     lines = [f"prefix {cfg['topic_prefix']}", f"method {cfg['method']}",
-             f"backend {cfg['backend']}", f"wait {cfg['wait']}", f"out {out_path}",
+             f"backend {cfg['backend']}", f"wait {cfg['wait']}",
+             f"hot_wait {cfg.get('hot_wait') or cfg['wait']}", f"hot_priority {cs2.HOT_PRIORITY}",
+             f"out {out_path}",
              f"gpu_ms {cfg['gpu_ms']!r}", f"tpu_ms {cfg['tpu_ms']!r}", f"scale {cfg['scale']!r}",
              f"warmup_s {cfg['warmup_s']!r}", f"duration_s {cfg['duration_s']!r}",
              f"device_cpu {cfg['device_cpu']}",

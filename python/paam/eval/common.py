@@ -336,6 +336,14 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "methods leave idle; on one lent H100, 3 cores took the steal off the "
                         "vCPUs left idle but not off the executors' (docs/evaluation.md, "
                         "section 2)")
+    p.add_argument("--server-spin-buckets", type=positive_int, default=None, metavar="N",
+                   help="paamd's --spin-buckets: its dispatcher and the workers of its N most "
+                        "urgent buckets never sleep, and on the cuda backend those workers spin "
+                        "on their GPU work; the other threads keep --server-poll-us and "
+                        "--server-cuda-wait. The critical chains' round trip without a "
+                        "wake-up, at a busy core per such thread (not one per thread as with "
+                        "--server-poll-us always); ignored where paamd has fewer cores of its "
+                        "own than N + 1")
     p.add_argument("--server-cuda-wait", type=_cuda_wait, default=None,
                    metavar="spin|poll|block|nap[:US]",
                    help="how paamd's CUDA workers wait for their GPU work (its --cuda-wait; "
@@ -463,6 +471,22 @@ def server_poll_args(args: argparse.Namespace, server_cpus: Sequence[int], threa
     return extra
 
 
+def spin_bucket_args(args: argparse.Namespace, buckets: int,
+                     server_cpus: Sequence[int]) -> list[str]:
+    """paamd's --spin-buckets for ``--server-spin-buckets`` (at most ``buckets``, the paamd's
+    own): none when unset, and none (with a note, the option cleared so that the summary says
+    so) when paamd has fewer cores of its own than the threads that would never sleep."""
+    n = getattr(args, "server_spin_buckets", None)
+    if not n:
+        return []
+    if len(server_cpus) < n + 1:
+        print(f"  --server-spin-buckets {n} ignored: {len(server_cpus)} core(s) left to paamd "
+              f"for {n + 1} threads that never sleep", flush=True)
+        args.server_spin_buckets = None
+        return []
+    return ["--spin-buckets", str(min(n, buckets))]
+
+
 def cuda_wait_args(args: argparse.Namespace) -> list[str]:
     """paamd's --cuda-wait for ``--server-cuda-wait`` on the cuda backend (none when unset)."""
     wait = getattr(args, "server_cuda_wait", None)
@@ -471,7 +495,9 @@ def cuda_wait_args(args: argparse.Namespace) -> list[str]:
 
 def server_poll_label(args: argparse.Namespace) -> str:
     poll = getattr(args, "server_poll_us", None)
-    return "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
+    label = "paamd's default" if poll is None else poll if poll == "always" else f"{poll} us"
+    spin = getattr(args, "server_spin_buckets", None)
+    return label + (f", spin buckets {spin}" if spin else "")
 
 
 def paamd_startup(srv) -> list[str]:

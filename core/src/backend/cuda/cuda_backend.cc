@@ -145,7 +145,7 @@ class CudaBackend final : public Backend {
     }
     return &units_[unit].lanes[lane_offset_[level] + lane];
   }
-  cudaError_t Wait(Lane* lane) const;
+  cudaError_t Wait(Lane* lane, WaitKind wait) const;
   Status SetUpFlags(Unit* unit);
   Result<RegionState*> ImplicitState(const RegionMemory& region);
   // Opens (or shares an already opened) CUDA IPC allocation on GPU `ordinal` and checks that
@@ -185,10 +185,15 @@ class CudaBackend final : public Backend {
   std::vector<int> lanes_;  // per level (LanesPerLevel)
   WaitKind wait_ = WaitKind::kSpin;
   int64_t nap_ns_ = 0;  // kNap: the sleep between two looks at the completion word
+  int spin_levels_ = 0;  // levels below this spin where wait_ is kNap (BackendOptions::spin_levels)
   bool Flagged() const { return wait_ == WaitKind::kSpin || wait_ == WaitKind::kNap; }
+  // The wait of `level`'s workers: wait_, or spin for the spin_levels_ most urgent where it naps.
+  WaitKind WaitOf(int level) const {
+    return wait_ == WaitKind::kNap && level < spin_levels_ ? WaitKind::kSpin : wait_;
+  }
   // A sleeping wait (block, nap) sees the completion up to one wake-up late, so Run anchors the
   // device times to the host clock at the issue instead of at the completion it saw.
-  bool Sleeps() const { return wait_ == WaitKind::kBlock || wait_ == WaitKind::kNap; }
+  static bool Sleeps(WaitKind w) { return w == WaitKind::kBlock || w == WaitKind::kNap; }
   WriteValueFn write_value_ = nullptr;
   std::vector<int> priority_;     // stream priority of each level
   std::vector<int> lane_offset_;  // first lane index of each level
@@ -244,6 +249,7 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   if (!wait.ok()) return Status(Errc::kInvalidArgument, "cuda: " + wait.status().message());
   wait_ = wait->kind;
   nap_ns_ = static_cast<int64_t>(wait->nap_us) * 1000;
+  spin_levels_ = options.spin_levels;
   if (Flagged()) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -341,9 +347,9 @@ Status CudaBackend::PrepareWorker(int unit, int level, int lane, std::string* no
   if (note != nullptr) {
     *note = "cuda: GPU " + std::to_string(u.ordinal) + " (" + u.device_name + "), stream priority " +
             std::to_string(priority_[level]) +
-            (wait_ == WaitKind::kSpin   ? ", spin wait"
-             : wait_ == WaitKind::kPoll ? ", poll wait"
-             : wait_ == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
+            (WaitOf(level) == WaitKind::kSpin   ? ", spin wait"
+             : WaitOf(level) == WaitKind::kPoll ? ", poll wait"
+             : WaitOf(level) == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
                                         : ", blocking wait");
   }
   return Status::Ok();
@@ -539,10 +545,10 @@ void CudaBackend::DetachRegion(RegionMemory* region) {
   region->device_output = nullptr;
 }
 
-cudaError_t CudaBackend::Wait(Lane* l) const {
-  if (wait_ == WaitKind::kBlock) return cudaEventSynchronize(l->done);
+cudaError_t CudaBackend::Wait(Lane* l, WaitKind wait) const {
+  if (wait == WaitKind::kBlock) return cudaEventSynchronize(l->done);
   cudaError_t e;
-  if (wait_ == WaitKind::kPoll) {
+  if (wait == WaitKind::kPoll) {
     while ((e = cudaEventQuery(l->done)) == cudaErrorNotReady) CpuRelax();
     return e;
   }
@@ -554,7 +560,7 @@ cudaError_t CudaBackend::Wait(Lane* l) const {
   }
   // SYNC POINT: the stream's write of `want` follows (in stream order, behind a system fence)
   // the output copy, so seeing it means the output is in host memory.
-  if (wait_ == WaitKind::kNap) {
+  if (wait == WaitKind::kNap) {
     thread_local bool fine_slack = false;
     if (!fine_slack) {  // a nap is short: keep the kernel's default 50 us slack off it
       prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -650,7 +656,8 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   cudaStream_t s = l->stream;
   cudaError_t e = cudaSuccess;
   uint64_t issued_ns = 0;
-  if (Sleeps() && times != nullptr) {
+  const WaitKind wait = WaitOf(level);
+  if (Sleeps(wait) && times != nullptr) {
     issued_ns = NowNs();
     e = cudaEventRecord(l->issued, s);
   }
@@ -681,7 +688,7 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   // Whatever happened, wait for what was enqueued: the buffers must be idle when Run returns.
   cudaError_t re = cudaEventRecord(l->done, s);
-  cudaError_t we = re == cudaSuccess ? Wait(l) : cudaStreamSynchronize(s);
+  cudaError_t we = re == cudaSuccess ? Wait(l, wait) : cudaStreamSynchronize(s);
   const uint64_t seen = NowNs();
   if (e == cudaSuccess) e = re;
   if (e == cudaSuccess) e = we;

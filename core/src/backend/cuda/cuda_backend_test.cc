@@ -279,6 +279,39 @@ TEST_F(CudaBackendTest, EveryWaitModeCompletesAndNamesItselfAndABadOneIsRefused)
   EXPECT_NE(bad.status().ToString().find("sleepy"), std::string::npos) << bad.status().ToString();
 }
 
+TEST_F(CudaBackendTest, SpinLevelsSpinWhereTheOthersNapAndBothComplete) {
+  // paamd --spin-buckets 1: level 0 spins on its completion word, level 1 keeps nap; a blocking
+  // wait is left as it is (spin_levels changes a nap only).
+  for (const char* wait : {"nap", "block"}) {
+    BackendOptions o;
+    o.kind = "cuda";
+    o.levels = 2;
+    o.cuda_wait = wait;
+    o.spin_levels = 1;
+    auto made = CreateCudaBackend(o, &registry_);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    auto b = std::move(made).value();
+    std::string urgent, other;
+    ASSERT_TRUE(b->PrepareWorker(0, 0, 0, &urgent).ok());
+    ASSERT_TRUE(b->PrepareWorker(0, 1, 0, &other).ok());
+    if (other.find(", poll wait") != std::string::npos) GTEST_SKIP() << "this driver falls back to poll";
+    const bool nap = std::string_view(wait) == "nap";
+    EXPECT_NE(urgent.find(nap ? ", spin wait" : ", blocking wait"), std::string::npos) << wait << ": " << urgent;
+    EXPECT_NE(other.find(nap ? ", nap wait" : ", blocking wait"), std::string::npos) << wait << ": " << other;
+    HostRegion r(0, 8);
+    ASSERT_TRUE(b->AttachRegion(&r.mem).ok());
+    for (int level : {0, 1}) {
+      for (int i = 0; i < 10; ++i) {
+        r.out<int32_t>()[0] = 1234;
+        Status s = RunOn(b.get(), &r, "probe", {}, 0, level);
+        ASSERT_TRUE(s.ok()) << wait << " level " << level << ": " << s.ToString();
+        EXPECT_NE(r.out<int32_t>()[0], 1234) << wait << " level " << level << " run " << i;
+      }
+    }
+    b->DetachRegion(&r.mem);
+  }
+}
+
 TEST_F(CudaBackendTest, BuiltinKernelsMatchTheirCpuVersionsOnRandomData) {
   auto b = Make();
   ASSERT_NE(b, nullptr);
