@@ -1,9 +1,10 @@
 """Case study 2, 4ST at 2.5 ms on two lent H100 machines (2026-11-26, code 1cd0285, thirty-
 seventh session): the three methods with every E0 in C++ (``--e0-executor cpp``), with paamd's
 default waits and with the request-overhead knobs (``--server-poll-us always --server-cuda-wait
-spin --wait spin``), against the three methods with E0 in rclpy; 150 s per method. Machine 1 ran
-c3, s1, p3, then s2, c2; machine 2 ran k3a, k3b. Writes compare.txt and fig_e0_cpp_three.png
-beside this file.
+spin --wait spin``), and with the hot path's only (``--server-spin-buckets 1 --hot-wait spin``,
+code f0df6af), against the three methods with E0 in rclpy; 150 s per method. Machine 1 ran c3,
+s1, p3, then s2, c2; machine 2 ran k3a, k3b; machine 3 ran h3, hk. Writes compare.txt and
+fig_e0_cpp_three.png beside this file.
 
     .venv/bin/python docs/results/eval-h100/e0-cpp-three-2026-11-26/compare.py   (after make install)
 """
@@ -24,7 +25,9 @@ RUNS = (("c3", "E0 C++, paamd's default waits", 1),
         ("s2", "E0 C++, spin knobs", 1),
         ("c2", "E0 C++, paamd's default waits", 1),
         ("k3a", "E0 C++, spin knobs", 2),
-        ("k3b", "E0 C++, spin knobs", 2))
+        ("k3b", "E0 C++, spin knobs", 2),
+        ("h3", "E0 C++, hot path spins", 3),
+        ("hk", "E0 C++, spin knobs", 3))
 METHODS = ("ROS 2", "PiCAS", "PAAM")
 COLORS = {"ROS 2": "#888888", "PiCAS": "#f0a030", "PAAM": "#1f5fa8"}
 
@@ -91,7 +94,7 @@ def main() -> None:
     print(text)
 
     plt = figures.pyplot()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4))
     width = 0.26
     for i, (run, what, m) in enumerate(calls):
         for j, method in enumerate(METHODS):
@@ -107,10 +110,11 @@ def main() -> None:
     a.legend(fontsize=8, loc="upper left", ncol=3)
     for run, what, _ in RUNS:
         x = np.sort(paam_kpi[run])
-        style, color = (("-", "#c0392b") if "spin" in what else
+        style, color = (("-", "#c0392b") if "knobs" in what else
+                        ("-.", "#7b3fa0") if "hot path" in what else
                         ("--", "#1f5fa8") if "C++" in what else (":", "#2a9d3a"))
         b.plot(x, 1.0 - np.arange(len(x)) / len(x), style, color=color,
-               alpha=1.0 if run in ("c3", "p3", "k3b") else 0.55, label=f"{run}: {what}")
+               alpha=1.0 if run in ("c3", "p3", "k3b", "h3") else 0.55, label=f"{run}: {what}")
     b.axvline(floor, color="grey", ls=":", lw=1)
     b.text(floor + 0.2, 2e-3, f"hot path's own\nwork, {floor:g} ms", fontsize=7, color="grey")
     b.set(xlabel="PAAM hot-path latency (ms, the reference system's KPI)", yscale="log",
