@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     } else if (a == "--spin-buckets") {
       const long n = ParseInt("--spin-buckets", value());
       if (n < 0) Usage("--spin-buckets must be 0 or more");
-      o.spin_buckets = static_cast<int>(std::min(n, 1000L));
+      o.spin_buckets = static_cast<int>(std::min(n, 1000L));  // Start checks it against the buckets
     } else if (a == "--dispatcher-cpu") {
       o.dispatcher_cpu = static_cast<int>(ParseInt("--dispatcher-cpu", value()));
     } else if (a == "--thread-cpus") {
@@ -215,10 +215,6 @@ int main(int argc, char** argv) {
     if (!o.backend.realtime) {
       paam::Log("note: --fair-buckets has no effect without --rt (every bucket is on the nice ladder)");
     }
-  }
-  if (o.spin_buckets > o.backend.levels) {
-    Usage("--spin-buckets " + std::to_string(o.spin_buckets) + " is more than the " +
-          std::to_string(o.backend.levels) + " bucket(s) of --buckets");
   }
   if (dispatcher_priority < 0) {
     dispatcher_priority = o.backend.realtime ? std::min(99, o.backend.rt_priority_base + o.backend.levels) : 0;

@@ -1599,19 +1599,16 @@ def run(args: argparse.Namespace) -> int:
     args.gpu_ms_eff = args.gpu_ms * args.scale
     args.tpu_ms_eff = args.tpu_ms * args.scale
     pl = placement_for(args.backend)
-    if args.wait != "suspend" and (len(set(pl["executor_cpus"].values())) < len(EXECUTORS)
-                                   or not pl["server_cpus"]):
+    if len(set(pl["executor_cpus"].values())) < len(EXECUTORS) or not pl["server_cpus"]:
         # A callback spinning on a core it shares holds every lower executor there off it for
         # its whole segment (the analysis' spin(h) = H*h) and, above paamd's dispatcher on the
         # dispatcher's core, keeps its own request from being dispatched.
-        print(f"  --wait {args.wait} ignored: the executors share cores, or paamd has none of "
-              "its own, on this machine; PAAM's callbacks suspend", flush=True)
-        args.wait = "suspend"
-    if args.hot_wait not in (None, "suspend") and (
-            len(set(pl["executor_cpus"].values())) < len(EXECUTORS) or not pl["server_cpus"]):
-        print(f"  --hot-wait {args.hot_wait} ignored, as --wait would be: the hot path's "
-              "callbacks suspend", flush=True)
-        args.hot_wait = "suspend"
+        for flag, attr in (("--wait", "wait"), ("--hot-wait", "hot_wait")):
+            if getattr(args, attr) not in (None, "suspend"):
+                print(f"  {flag} {getattr(args, attr)} ignored: the executors share cores, or "
+                      "paamd has none of its own, on this machine; those callbacks suspend",
+                      flush=True)
+                setattr(args, attr, "suspend")
     dem = demand(args.gpu_ms_eff, args.tpu_ms_eff, args.scale)
     out = common.out_dir(args.out)
     meta = common.machine_meta(args.backend)

@@ -345,12 +345,13 @@ Status CudaBackend::PrepareWorker(int unit, int level, int lane, std::string* no
   cudaError_t e = cudaSetDevice(u.ordinal);
   if (e != cudaSuccess) return CudaFail(Errc::kSystemError, "cudaSetDevice", e);
   if (note != nullptr) {
+    const WaitKind wait = WaitOf(level);
     *note = "cuda: GPU " + std::to_string(u.ordinal) + " (" + u.device_name + "), stream priority " +
             std::to_string(priority_[level]) +
-            (WaitOf(level) == WaitKind::kSpin   ? ", spin wait"
-             : WaitOf(level) == WaitKind::kPoll ? ", poll wait"
-             : WaitOf(level) == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
-                                        : ", blocking wait");
+            (wait == WaitKind::kSpin   ? ", spin wait"
+             : wait == WaitKind::kPoll ? ", poll wait"
+             : wait == WaitKind::kNap  ? ", nap wait (" + std::to_string(nap_ns_ / 1000) + " us)"
+                                       : ", blocking wait");
   }
   return Status::Ok();
 }
