@@ -21,6 +21,7 @@ setup: $(VENV)/.stamp
 
 install: setup
 	$(PY) -m pip install -q --no-build-isolation .
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e experiments
 
 demo: install
 	$(VENV)/bin/paam demo
@@ -31,7 +32,7 @@ test-cpp:
 	ctest --test-dir $(CPPBUILD) --output-on-failure -j 2
 
 test-py: install
-	$(PY) -m pytest python/tests -v
+	$(PY) -m pytest python/tests experiments/tests -v
 
 test: test-cpp test-py
 

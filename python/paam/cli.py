@@ -18,8 +18,27 @@ _COMMAND_MODULES = [
     "paam.bench.cli",
     "paam.analysis.cli",
     "paam.ros.cli",
-    "paam.eval.cli",
 ]
+
+
+def _register_experiments(sub: argparse._SubParsersAction) -> None:
+    """``paam eval``: the paper's experiments live in the ``paam_experiments`` annex
+    (``experiments/`` in the repository), installed beside paam by ``make install``."""
+    try:
+        from paam_experiments.cli import register
+    except ImportError as err:
+        if getattr(err, "name", None) not in ("paam_experiments", "paam_experiments.cli"):
+            raise
+        p = sub.add_parser("eval", help="the paper's experiments (needs the experiments annex)")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+
+        def missing(_args: argparse.Namespace) -> int:
+            print("paam eval: the experiments annex is not installed; from a checkout of paam run "
+                  "`make install` (or `pip install ./experiments`)", file=sys.stderr)
+            return 2
+        p.set_defaults(func=missing)
+        return
+    register(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _register_experiments(sub)
     return parser
 
 

@@ -204,7 +204,7 @@ def test_thread_cpus_pin_the_dispatcher_and_workers_and_bad_lists_are_refused():
 def test_start_server_returns_once_every_device_worker_exists():
     # paamd's socket listens before its workers start; a caller that reads the workers right
     # after start_server (as case study 1 does) must find all of them. (CI once found 1 of 6.)
-    from paam.eval import common
+    from paam_experiments import common
     for _ in range(20):
         with paam.testing.start_server(buckets=16) as srv:
             workers = common.paamd_worker_sched(srv.pid)

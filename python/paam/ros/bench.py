@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.eval.common import positive_int
+from paam.argtypes import positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:

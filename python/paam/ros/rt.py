@@ -2,7 +2,7 @@
 
 The one implementation of "give this thread a real-time priority, or the best the machine
 allows" in paam: :class:`paam.ros.PicasExecutor` (``spin_rt``), the bridge, and the evaluation
-(``paam.eval.common.apply_priority``, ``--rt auto|fifo|nice``) all use :func:`apply_rt`.
+(the experiments' ``apply_priority``, ``--rt auto|fifo|nice``) all use :func:`apply_rt`.
 
 Modes (``mode=``):
 

@@ -16,7 +16,7 @@ def test_an_mt_executor_is_shut_down_only_after_its_started_and_queued_callbacks
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
 
-    from paam.eval.case_study2 import drain_and_shut_down
+    from paam_experiments.case_study2 import drain_and_shut_down
 
     node = rclpy.create_node("drain_test", context=ros_context)
     lock = threading.Lock()
@@ -56,7 +56,7 @@ def test_drain_reports_a_callback_still_running_after_the_timeout(ros_context):
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
-    from paam.eval.case_study2 import drain_and_shut_down
+    from paam_experiments.case_study2 import drain_and_shut_down
 
     node = rclpy.create_node("drain_timeout_test", context=ros_context)
     release = threading.Event()

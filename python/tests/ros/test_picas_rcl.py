@@ -41,7 +41,7 @@ def test_the_cpp_executor_runs_by_priority_fifo_among_equals_and_keeps_its_deadl
     added); work that became ready during a callback considered at the next pick; a timer's due
     time handed to its callback; SpinUntil back at its deadline, counting what it ran; a sample
     taken only when its callback is to run."""
-    from paam.eval.case_study2_cpp import library_path
+    from paam_experiments.case_study2_cpp import library_path
     try:
         program = _program()
     except FileNotFoundError as err:

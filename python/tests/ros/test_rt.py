@@ -263,7 +263,7 @@ def test_one_warning_on_the_paam_rt_logger_without_a_log_callable(deny, caplog):
 
 
 def test_eval_apply_priority_is_the_same_implementation(deny):
-    from paam.eval import common
+    from paam_experiments import common
     assert common.nice_for is rt.nice_for
     assert _in_thread(lambda: common.apply_priority(80, "nice"))[:3] == \
         ("nice -10", os.SCHED_OTHER, -10)

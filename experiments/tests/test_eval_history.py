@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from paam.eval import history
+from paam_experiments import history
 
 
 def _paam(*args):

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.eval import common
+from paam_experiments import common
 
 CONFIGS = ("paam-spin", "paam-suspend", "paam-hybrid", "direct-processes", "direct-threads")
 

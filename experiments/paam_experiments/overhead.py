@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from paam import figures
-from paam.eval import common
+from paam_experiments import common
 
 LOCAL_STAGES = [
     ("doorbell + dispatch", "submitted", "dequeued"),

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from paam.eval import common
+from paam_experiments import common
 
 #: the paper's Fig. 11a hot-path maxima (ms, Jetson Xavier); MT's PiCAS figure is not given
 PAPER_CS2_MAX_MS = {("MT", "ROS 2"): 917.0, ("MT", "PAAM"): 83.0,

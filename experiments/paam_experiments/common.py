@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from paam.argtypes import positive_int  # noqa: F401 - the experiments' names
 from paam.figures import pyplot, save  # noqa: F401 - the experiments' names
 from paam.ros.rt import apply_rt, dds_threads_rt, lock_memory, nice_for  # noqa: F401 - the eval's names
 
@@ -378,13 +379,6 @@ def _cuda_wait(text: str) -> str:
         return text
     raise argparse.ArgumentTypeError(
         f"expected spin, poll, block, nap or nap:US (US = 1..10000), got {text!r}")
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of 1 or more."""
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
 
 
 def server_cores(args: argparse.Namespace, server_cpus: Sequence[int]) -> list[int]:

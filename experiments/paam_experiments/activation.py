@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.eval import common
+from paam_experiments import common
 
 EXECUTORS = ("ros2", "picas-nort", "picas")
 SCENARIOS = ("none", "other", "all")

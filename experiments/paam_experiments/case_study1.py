@@ -54,11 +54,12 @@ from pathlib import Path
 import numpy as np
 
 from paam.analysis.bounds import best_effort_buckets, bucket_demand
+from paam import examples
 from paam.analysis.model import SystemSpec
-from paam.eval import common
-from paam.eval.overhead import LOCAL_STAGES
+from paam_experiments import common
+from paam_experiments.overhead import LOCAL_STAGES
 
-DEFAULT_SYSTEM = Path(__file__).with_name("case_study_1.yaml")
+DEFAULT_SYSTEM = examples.path("case_study_1")
 
 
 def _fair_buckets_arg(text: str) -> str | int:

@@ -12,19 +12,19 @@ import importlib
 
 # experiment name -> (module, one-line help)
 EXPERIMENTS = {
-    "wait-strategies": ("paam.eval.wait_strategies",
+    "wait-strategies": ("paam_experiments.wait_strategies",
                         "spin / suspend / hybrid clients vs direct invocation (COSMIC study)"),
-    "overhead": ("paam.eval.overhead",
+    "overhead": ("paam_experiments.overhead",
                  "per-stage request overhead, local shared memory and remote ROS 2 (Fig. 12)"),
-    "activation": ("paam.eval.activation",
+    "activation": ("paam_experiments.activation",
                    "activation latency of periodic callbacks under load (cyclictest-style)"),
-    "case-study-1": ("paam.eval.case_study1",
+    "case-study-1": ("paam_experiments.case_study1",
                      "case study 1 as ROS 2 processes: ROS 2 / PiCAS / PAAM vs the bound "
                      "(Figs. 9-10)"),
-    "case-study-2": ("paam.eval.case_study2",
+    "case-study-2": ("paam_experiments.case_study2",
                      "case study 2: the Autoware reference system in rclpy, 4ST/MT x ROS 2 / "
                      "PiCAS / PAAM (Fig. 11)"),
-    "history": ("paam.eval.history",
+    "history": ("paam_experiments.history",
                 "every case-study run under a results tree at a glance: maxima, reductions, "
                 "bounds"),
 }

@@ -99,9 +99,9 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.eval import case_study2_threads as threads_bd
-from paam.eval import common
-from paam.eval.overhead import LOCAL_STAGES
+from paam_experiments import case_study2_threads as threads_bd
+from paam_experiments import common
+from paam_experiments.overhead import LOCAL_STAGES
 
 SETUPS = ("4ST", "MT")
 
@@ -399,7 +399,7 @@ def executor_main(cfg: dict, path: str, sync: dict) -> None:
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
     try:
         if cfg["e0_executor"] == "cpp" and list(cfg["executors"]) == [_HOT_EXECUTOR]:
-            from paam.eval import case_study2_cpp
+            from paam_experiments import case_study2_cpp
             case_study2_cpp.run(cfg, path, sync)
         else:
             _executor(cfg, path, sync)
@@ -1588,7 +1588,7 @@ def run(args: argparse.Namespace) -> int:
         if args.segments == "async":
             raise SystemExit("--e0-executor cpp runs synchronous segments only (no --segments "
                              "async)")
-        from paam.eval import case_study2_cpp
+        from paam_experiments import case_study2_cpp
         try:
             case_study2_cpp.program()
         except FileNotFoundError as err:
@@ -1626,7 +1626,7 @@ def run(args: argparse.Namespace) -> int:
           + f"; GPU {dem['gpu_ms_per_s']:.0f} ms/s, TPU {dem['tpu_ms_per_s']:.0f} ms/s, "
           f"{dem['callbacks_per_s']:.0f} callbacks/s", flush=True)
 
-    from paam.eval.case_study1 import raise_server_threads
+    from paam_experiments.case_study1 import raise_server_threads
     from paam.testing import start_server
     n_buckets = len(set(CHAIN_PRIORITY.values()) | set(CONNECTION_PRIORITY.values()))
     results: dict[tuple[str, str], dict] = {}
@@ -1821,7 +1821,7 @@ def hot_path_floor(args) -> float:
     own callback, one points transformer, the fusing callback, ray ground filter, cluster
     detector and collision estimator, each its run time and GPU segment. That is the front
     lidar's floor; an instance the rear lidar starts also counts TPU_NODE's TPU segment
-    (paam.eval.history._floor adds it per run)."""
+    (paam_experiments.history._floor adds it per run)."""
     runs = (SENSOR + TRANSFORM + FUSE + 3 * TRANSFORM) * args.scale
     return runs + 6 * args.gpu_ms * args.scale
 

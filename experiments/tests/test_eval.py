@@ -88,7 +88,7 @@ def _stage_check(stages, names):
 
 
 def test_overhead_breaks_the_local_paths_into_stages(tmp_path):
-    from paam.eval.overhead import LOCAL_STAGES
+    from paam_experiments.overhead import LOCAL_STAGES
     r = _paam("eval", "overhead", "--quick", "--paths", "local-cpp,local-python",
               "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -106,7 +106,7 @@ def test_overhead_breaks_the_local_paths_into_stages(tmp_path):
 def test_overhead_measures_the_remote_ros2_path(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is not installed: `make ros`")
     pytest.importorskip("paam_msgs.msg", reason="paam_msgs is not built: ros2/build_msgs.sh")
-    from paam.eval.overhead import REMOTE_STAGES
+    from paam_experiments.overhead import REMOTE_STAGES
     r = _paam("eval", "overhead", "--quick", "--paths", "remote-ros2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads((tmp_path / "summary.json").read_text())
@@ -271,7 +271,7 @@ def _cpus(ranges: str) -> list[int]:
 
 
 def test_cpu_ranges_round_trip():
-    from paam.eval.common import cpu_ranges
+    from paam_experiments.common import cpu_ranges
     assert cpu_ranges([14, 0, 1, 6, 7, 8, 9, 10, 11, 12, 13]) == "0-1,6-14"
     assert cpu_ranges([3]) == "3" and cpu_ranges([]) == ""
     assert cpu_ranges([5, 1, 2, 3, 9]) == "1-3,5,9"
@@ -283,7 +283,7 @@ def test_thread_cpus_counts_threads_by_their_affinity():
     to one core under that core, the calling thread left out."""
     import threading
 
-    from paam.eval.common import cpu_ranges, thread_cpus
+    from paam_experiments.common import cpu_ranges, thread_cpus
     allowed = sorted(os.sched_getaffinity(0))
     core = allowed[-1]
     pinned, release = threading.Event(), threading.Event()
@@ -313,7 +313,7 @@ def test_case_study_2_dds_cpus_spare_takes_the_cores_no_executor_uses():
     or on the spare ones (paamd's), and back on the executors' where none is spare."""
     import argparse
 
-    from paam.eval.case_study2 import helper_cpus, helper_cpus_label
+    from paam_experiments.case_study2 import helper_cpus, helper_cpus_label
     pl = {"executor_cpus": {"E0": 2, "E1": 3, "E2": 4, "E3": 5}, "server_cpus": [0, 1, 6, 7]}
     spare, default = argparse.Namespace(dds_cpus="spare"), argparse.Namespace(dds_cpus="executor")
     assert helper_cpus(pl, default) is None
@@ -326,7 +326,7 @@ def test_case_study_2_dds_cpus_spare_takes_the_cores_no_executor_uses():
 
 
 def cs2_system():
-    from paam.eval.case_study2 import SYSTEM
+    from paam_experiments.case_study2 import SYSTEM
     return SYSTEM
 
 
@@ -511,7 +511,7 @@ def test_case_study_2_runs_the_reference_system_and_computes_its_kpis(tmp_path):
 
 def test_dispatcher_priority_defaults_to_one_above_the_most_urgent_executor():
     import argparse
-    from paam.eval import common
+    from paam_experiments import common
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
     args = p.parse_args([])
@@ -525,7 +525,7 @@ def test_dispatcher_priority_defaults_to_one_above_the_most_urgent_executor():
 
 
 def test_gpu_label_puts_the_hosts_gpus_on_one_line():
-    from paam.eval.common import gpu_label
+    from paam_experiments.common import gpu_label
     assert gpu_label([]) == "unknown"
     assert gpu_label(["NVIDIA H100 80GB HBM3"]) == "NVIDIA H100 80GB HBM3"
     assert gpu_label(["NVIDIA H200"] * 2) == "2 x NVIDIA H200"
@@ -535,7 +535,7 @@ def test_gpu_label_puts_the_hosts_gpus_on_one_line():
 def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
     import argparse
 
-    from paam.eval import common
+    from paam_experiments import common
 
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
@@ -562,7 +562,7 @@ def test_server_poll_is_passed_only_with_cores_to_spare(capsys):
 def test_server_spin_buckets_are_passed_only_with_cores_to_spare(capsys):
     import argparse
 
-    from paam.eval import common
+    from paam_experiments import common
 
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
@@ -584,7 +584,7 @@ def test_server_spin_buckets_are_passed_only_with_cores_to_spare(capsys):
 def test_server_pin_is_passed_only_with_a_core_per_thread(capsys):
     import argparse
 
-    from paam.eval import common
+    from paam_experiments import common
 
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
@@ -611,7 +611,7 @@ def test_server_pin_is_passed_only_with_a_core_per_thread(capsys):
 
 
 def test_paamd_worker_count_follows_its_lanes():
-    from paam.eval import common
+    from paam_experiments import common
 
     # one per bucket; on cuda the lowest of several buckets has 4 lanes (--be-lanes default)
     assert common.paamd_workers("cuda", 1) == 1
@@ -623,7 +623,7 @@ def test_keep_awake_runs_an_idle_class_loop_per_core_while_the_block_runs():
     import os
     import time
 
-    from paam.eval import common
+    from paam_experiments import common
 
     cpus = sorted(os.sched_getaffinity(0))[:2]
     with common.keep_awake(cpus) as pids:
@@ -741,7 +741,7 @@ def test_case_study_2_async_segments_keep_every_executor_running(tmp_path):
 
 
 def test_case_study_2_analysis_sees_the_hot_path_as_one_chain_on_e0():
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     cpus = {"E0": 2, "E1": 3, "E2": 4, "E3": 5}
     spec = cs2.analysis_spec(0.0, 0.0, 1.0, cpus, buckets=6, epsilon=0.0, kappa=0.0)
     hot = next(c for c in spec.chains if c.name == cs2.HOT_CHAIN)
@@ -765,7 +765,7 @@ def test_case_study_2_analysis_sees_the_hot_path_as_one_chain_on_e0():
 
 def test_case_study_2_breaks_e0_time_down_from_the_due_time():
     import numpy as np
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     ms = 1_000_000
     # E0's callbacks (start, end, chain priority): a settings callback running at the due
     # time (0), the hot path's, a second settings callback inside the instance, a gap
@@ -796,8 +796,8 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
     wall time splits into requests, burn, other CPU, waiting for a CPU and off a CPU; the gap
     before a hot call on its own thread gives the executor's CPU and wait for a CPU."""
     import numpy as np
-    from paam.eval import case_study2 as cs2
-    from paam.eval import case_study2_threads as tb
+    from paam_experiments import case_study2 as cs2
+    from paam_experiments import case_study2_threads as tb
     ms, t = 1_000_000, 1_000_000_000  # (t: the instance's due time)
 
     def call(thread, start, end, prio, cpu=(0, 0), runq=(0, 0), burn=0, seg=(0, 0, 0)):
@@ -856,7 +856,7 @@ def test_case_study_2_splits_mt_instances_by_what_the_pool_of_threads_did():
 
 def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters():
     import numpy as np
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     us = 1_000
     ms = 1_000 * us
     # The same five callbacks, now with E0's thread's CPU and run-queue counters (ns) at each
@@ -899,7 +899,7 @@ def test_case_study_2_splits_e0_time_outside_callbacks_by_its_scheduler_counters
 def test_case_study_2_records_leave_nothing_for_the_collector():
     import gc
     import numpy as np
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     rows = cs2._Rows(3)
     before = len(gc.get_objects())
     for i in range(1000):
@@ -916,7 +916,7 @@ def test_case_study_2_records_leave_nothing_for_the_collector():
 
 def test_case_study_2_cpu_probe_is_the_median_per_instance_and_follows_e0s_cpu_time():
     import numpy as np
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     us = 1_000
     ms = 1_000 * us
     # Five instances, 100 ms apart, each with two E0 callbacks (0-40 and 41+k-90 ms of its
@@ -958,7 +958,7 @@ def test_case_study_2_cpu_probe_is_the_median_per_instance_and_follows_e0s_cpu_t
 
 def test_thread_sched_stat_counts_this_threads_cpu_time():
     import threading
-    from paam.eval import common
+    from paam_experiments import common
     st = common.ThreadSchedStat()
     cpu0, waited0 = st.read()
     if cpu0 < 0:
@@ -976,7 +976,7 @@ def test_thread_sched_stat_counts_this_threads_cpu_time():
 
 
 def test_case_study_2_request_priority_is_the_chains_or_its_executors_top():
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     # chain: the callback's own chain; the cluster detector's second connection is the
     # cluster-settings chain (40) although the node is on the hot path (100)
     assert cs2.request_priority("EuclideanClusterDetector", 0, "chain") == 100
@@ -999,7 +999,7 @@ def test_case_study_2_request_priority_is_the_chains_or_its_executors_top():
 
 def test_case_study_2_times_paam_requests_per_chain_priority():
     import numpy as np
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     k = len(cs2._STAGES)
 
     def row(prio, total_ns):  # stamps 1 us apart, the last stage taking the rest
@@ -1022,7 +1022,7 @@ intr 12345
 
 
 def test_proc_stat_is_parsed_per_cpu_into_busy_and_steal():
-    from paam.eval import common
+    from paam_experiments import common
     got = common.parse_proc_stat(PROC_STAT.format(nice=1, steal=10))
     # busy: user + nice + system + irq + softirq (idle and iowait are not busy)
     assert got == {0: (20, 5), 1: (76, 10)}
@@ -1034,7 +1034,7 @@ def test_host_stat_samples_proc_stat_and_gives_per_interval_deltas(tmp_path):
     import time
 
     import numpy as np
-    from paam.eval import common
+    from paam_experiments import common
     f = tmp_path / "stat"
     f.write_text(PROC_STAT.format(nice=0, steal=10))
     host = common.HostStat(interval=0.02, path=str(f))
@@ -1067,7 +1067,7 @@ def test_host_stat_samples_proc_stat_and_gives_per_interval_deltas(tmp_path):
 
 def test_steal_around_an_instance_and_the_split_by_steal():
     import numpy as np
-    from paam.eval import common
+    from paam_experiments import common
     s = 1_000_000_000
     t = np.array([1, 2, 3, 4, 5, 6, 7, 8]) * s           # interval ends
     steal = np.array([[0, 0], [0, 0], [0, 0], [300, 100], [0, 0], [0, 0], [0, 0], [0, 0]])
@@ -1086,7 +1086,7 @@ def test_steal_around_an_instance_and_the_split_by_steal():
 
 def test_host_summary_and_rows_count_each_executor_core_once():
     import numpy as np
-    from paam.eval import common
+    from paam_experiments import common
     s = 1_000_000_000
     r = {"host_t_ns": np.array([2, 3]) * s, "host_cpus": [0, 1, 2],
          "host_busy_ms": np.array([[500.0, 100, 0], [900, 0, 0]]),
@@ -1113,7 +1113,7 @@ def test_host_summary_and_rows_count_each_executor_core_once():
 
 def test_case_study_1_counts_instances_above_the_bound_in_quiet_and_noisy_seconds():
     import numpy as np
-    from paam.eval import case_study1 as cs1
+    from paam_experiments import case_study1 as cs1
     s = 1_000_000_000
     r = {"latency_ms": {"chain1": np.array([5.0, 9.0, 9.5, 4.0])},
          "end_ns": {"chain1": np.array([1.5, 3.5, 7.5, 7.6]) * s},
@@ -1127,7 +1127,7 @@ def test_case_study_1_counts_instances_above_the_bound_in_quiet_and_noisy_second
 
 
 def test_case_study_2_marks_hot_path_subscriptions():
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     assert cs2._hot_subscription("PointCloudFusion<-PointsTransformerRear")
     assert cs2._hot_subscription("EuclideanClusterDetector<-RayGroundFilter")
     assert not cs2._hot_subscription("EuclideanClusterDetector<-EuclideanClusterSettings")
@@ -1135,7 +1135,7 @@ def test_case_study_2_marks_hot_path_subscriptions():
 
 
 def test_join_child_reports_a_failed_or_hung_worker_and_leaves_nothing_running(tmp_path):
-    from paam.eval import common
+    from paam_experiments import common
 
     class Proc:  # the part of multiprocessing.Process that join_child uses
         def __init__(self, hangs):
@@ -1169,7 +1169,7 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
 
     import numpy as np
 
-    from paam.eval import common
+    from paam_experiments import common
     was = gc.isenabled()
     with common.GcPauses("off") as p:
         assert not gc.isenabled()
@@ -1200,7 +1200,7 @@ def test_gc_pauses_records_collections_and_applies_the_mode():
 def test_server_cores_confines_paamd_to_the_first_n_spare_cores(capsys):
     import argparse
 
-    from paam.eval import common
+    from paam_experiments import common
 
     p = argparse.ArgumentParser()
     common.add_server_arguments(p)
@@ -1227,7 +1227,7 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
     import argparse
     import subprocess
 
-    from paam.eval import common
+    from paam_experiments import common
     from paam.testing import find_paamd
 
     p = argparse.ArgumentParser()
@@ -1276,7 +1276,7 @@ def test_server_cuda_wait_reaches_a_cuda_paamd_only_and_the_summary_says_so(tmp_
 
 
 def test_machine_line_says_whether_the_kernel_throttles_sched_fifo(tmp_path):
-    from paam.eval import common
+    from paam_experiments import common
 
     (tmp_path / "sched_rt_period_us").write_text("1000000\n")
     (tmp_path / "sched_rt_runtime_us").write_text("950000\n")
@@ -1295,7 +1295,7 @@ def test_machine_line_says_whether_the_kernel_throttles_sched_fifo(tmp_path):
 def test_device_core_line_says_when_the_sched_fifo_buckets_exceed_the_rt_budget():
     from paam.analysis.bounds import bucket_demand
     from paam.analysis.model import load_system
-    from paam.eval import case_study1, common
+    from paam_experiments import case_study1, common
 
     spec = load_system(case_study1.DEFAULT_SYSTEM)
     # rule R2 puts be1 (rank 6 of 8) in bucket 4 of 6: the SCHED_FIFO buckets 0-4 then declare
@@ -1321,7 +1321,7 @@ def test_case_study_1_keeps_the_best_effort_buckets_off_sched_fifo():
     import argparse
 
     from paam.analysis.model import load_system
-    from paam.eval import case_study1
+    from paam_experiments import case_study1
 
     spec = load_system(case_study1.DEFAULT_SYSTEM)
     p = argparse.ArgumentParser()
@@ -1432,7 +1432,7 @@ def test_case_study_2_refuses_hot_threads_without_the_shared_executor_and_bad_co
 
 
 def test_methods_parse_to_names_in_the_given_order_and_a_bad_key_exits():
-    from paam.eval import common
+    from paam_experiments import common
 
     assert common.parse_methods("paam, ros2") == ["PAAM", "ROS 2"]
     assert common.parse_methods("ros2,picas,paam") == list(common.METHODS)
@@ -1445,8 +1445,8 @@ def test_case_study_2_spec_for_the_cpp_e0_follows_the_reference_system(tmp_path)
     """--e0-executor cpp: the C++ program's spec comes from case_study2's description of the
     system: E0's eight nodes in its order, ten callbacks with their priorities (the settings
     connection of the cluster detector at the settings chain's), the hot path's ids."""
-    from paam.eval import case_study2 as cs2
-    from paam.eval import case_study2_cpp
+    from paam_experiments import case_study2 as cs2
+    from paam_experiments import case_study2_cpp
     cfg = {"topic_prefix": "/t", "method": "paam", "backend": "cuda", "wait": "suspend",
            "gpu_ms": 2.5, "tpu_ms": 5.0, "scale": 1.0, "warmup_s": 2.0, "duration_s": 150.0,
            "device_cpu": -1, "tpu_cpu": 15, "direct_keeps_priority": False,
@@ -1481,7 +1481,7 @@ def test_case_study_2_spec_for_the_cpp_e0_follows_the_reference_system(tmp_path)
 def test_case_study_2_hot_wait_applies_to_the_hot_paths_callbacks_only():
     """--hot-wait: the hot path's callbacks (chain priority HOT_PRIORITY, the rear transformer's
     TPU request among them) wait that way, every other callback as --wait says."""
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
     g = cs2._Graph.__new__(cs2._Graph)
     g.cfg = {"wait": "suspend", "hot_wait": "spin"}
     assert g._wait(cs2.HOT_PRIORITY) == "spin"
@@ -1491,7 +1491,7 @@ def test_case_study_2_hot_wait_applies_to_the_hot_paths_callbacks_only():
 
 
 def test_case_study_2_cpp_e0_program_missing_says_how_to_build_it(tmp_path, monkeypatch):
-    from paam.eval import case_study2_cpp
+    from paam_experiments import case_study2_cpp
     not_exe = tmp_path / "paam_cs2_executor"
     not_exe.write_text("")
     monkeypatch.setenv("PAAM_CS2_EXECUTOR", str(not_exe))
@@ -1509,8 +1509,8 @@ def test_case_study_2_cpp_e0_that_fails_loudly_is_reported_with_its_stderr_not_h
     """A program that writes more to stderr than a pipe holds (Fast DDS's warnings over a long
     run) and then fails: its status and the end of its stderr are reported at once, nothing
     blocks on an unread pipe, and the whole of it stays in a file beside the records."""
-    from paam.eval import case_study2 as cs2
-    from paam.eval import case_study2_cpp
+    from paam_experiments import case_study2 as cs2
+    from paam_experiments import case_study2_cpp
     fake = tmp_path / "fake_executor"
     fake.write_text("#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x >&2\n"
                     "echo >&2; echo 'error: rcl_init: no DDS' >&2\nexit 3\n")
@@ -1538,7 +1538,7 @@ def test_case_study_2_e0_in_cpp_runs_the_hot_path_with_the_same_records(tmp_path
     records (its callbacks, its GPU requests' stages, its OS priority) are there as from the
     rclpy process. ROS 2's E0 picks in rclcpp's order at SCHED_OTHER, PiCAS's and PAAM's by
     priority at E0's OS priority."""
-    from paam.eval import case_study2_cpp
+    from paam_experiments import case_study2_cpp
     try:
         case_study2_cpp.program()
     except FileNotFoundError as err:

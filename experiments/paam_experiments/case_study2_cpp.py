@@ -10,7 +10,7 @@ all three methods run E0 compiled. The other three executors stay rclpy processe
 messages, topics, priorities and records are the same, so a run's records mix with theirs as
 before.
 
-:mod:`paam.eval.case_study2` stays the one description of the reference system: this module
+:mod:`paam_experiments.case_study2` stays the one description of the reference system: this module
 writes the program's spec from it (:func:`spec_text`), starts the program in E0's process
 (:func:`run`), gives its threads the OS priorities and cores the rclpy process's would get, and
 turns what it recorded into the records the rclpy executor process writes.
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from paam.eval import case_study2_threads as threads_bd
-from paam.eval import common
+from paam_experiments import case_study2_threads as threads_bd
+from paam_experiments import common
 
 PROGRAM = "paam_cs2_executor"
 _READY_TIMEOUT_S = 180.0
@@ -68,8 +68,8 @@ def library_path() -> str:
 def spec_text(cfg: dict, out_path: str) -> str:
     """The program's spec (its format: ros2/picas_rcl/cs2_executor.cc, ReadSpec) for the
     nodes of ``cfg["executors"]["E0"]``, from case_study2's description of the system."""
-    from paam.eval import case_study2 as cs2
-    from paam.eval.case_study2 import BY_NAME, CHAIN_PRIORITY, NODE_IDS
+    from paam_experiments import case_study2 as cs2
+    from paam_experiments.case_study2 import BY_NAME, CHAIN_PRIORITY, NODE_IDS
     lines = [f"prefix {cfg['topic_prefix']}", f"method {cfg['method']}",
              f"backend {cfg['backend']}", f"wait {cfg['wait']}",
              f"hot_wait {cfg.get('hot_wait') or cfg['wait']}", f"hot_priority {cs2.HOT_PRIORITY}",
@@ -241,7 +241,7 @@ def run(cfg: dict, path: str, sync: dict) -> None:
             proc.kill()
             proc.wait()
     rec = json.loads(Path(out_path).read_text())
-    from paam.eval import case_study2 as cs2
+    from paam_experiments import case_study2 as cs2
 
     def rows(key: str, width: int) -> np.ndarray:
         return np.asarray(rec[key], dtype=np.int64).reshape(-1, width)

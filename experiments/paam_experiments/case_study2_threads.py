@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from paam.eval import common
+from paam_experiments import common
 
 # one row per callback: start and end (ns, monotonic), node (case_study2.NODE_IDS), chain
 # priority, the thread's CPU and run-queue ns at the start and at the end (-1: no schedstat),
