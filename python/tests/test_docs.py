@@ -1,9 +1,12 @@
-"""The documentation's relative links: every Markdown link and image in README.md and docs/*.md
-(not docs/results/**) must point at a file or folder that exists, and a link into a Markdown
-file with a ``#anchor`` must name one of that file's headings, slugged as GitHub slugs them.
+"""The documentation: README.md, docs/*.md and docs/results/README.md.
 
-Links with a scheme (http:, https:, mailto:, ...) are not checked; links inside fenced code
-blocks and inline code spans are not links.
+* Every relative Markdown link and image must point at a file or folder that exists, and a link
+  into a Markdown file with a ``#anchor`` must name one of that file's headings, slugged as
+  GitHub slugs them. Links with a scheme (http:, https:, mailto:, ...) are not checked; links
+  inside fenced code blocks and inline code spans are not links.
+* The documents state what the software does and measures; they do not narrate how it came
+  about: no work sessions, no runs numbered by ordinal. A result is named by its date, machine
+  and commit.
 """
 import re
 from pathlib import Path
@@ -26,7 +29,23 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
 
 def _doc_files():
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "docs" / "results").glob("*.md"))]
+
+
+# A run or work session numbered by ordinal (an ordinal word or "3rd" before "session"), or
+# any mention of sessions at all.
+_NARRATION = re.compile(
+    r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"[a-z]+teenth|[a-z]+tieth|(twenty|thirty|forty|fifty)-[a-z]+|[0-9]+(st|nd|rd|th)) session"
+    r"|\bsessions?\b", re.I)
+
+
+def narration(path):
+    """(line, text) of every line of the file at path that narrates work sessions."""
+    for i, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if _NARRATION.search(line):
+            yield i, line.strip()
 
 
 def _blank_fences(text):
@@ -121,8 +140,8 @@ def broken_links(files, root=ROOT):
 
 def test_slug_follows_github():
     assert slug("1. Case study 1 (Figs. 9 and 10)") == "1-case-study-1-figs-9-and-10"
-    assert slug("Case study 2 on the H100, 2026-11-23 (ninth session): `--keep-awake` against "
-                "the steal") == "case-study-2-on-the-h100-2026-11-23-ninth-session---keep-awake-" \
+    assert slug("Case study 2 on the H100, 2026-11-23 (machine B): `--keep-awake` against "
+                "the steal") == "case-study-2-on-the-h100-2026-11-23-machine-b---keep-awake-" \
                                 "against-the-steal"
     assert slug("Wait strategies on the H100 at 10⁶ frames per configuration (2026-11-23)") == \
         "wait-strategies-on-the-h100-at-10⁶-frames-per-configuration-2026-11-23"
@@ -152,3 +171,17 @@ def test_relative_links_in_the_docs_resolve():
     problems = broken_links(_doc_files())
     assert not problems, f"{len(problems)} broken link(s) in README.md and docs/*.md:\n" + \
         "\n".join(problems)
+
+
+def test_the_narration_check_finds_sessions_and_ordinals(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("# A\n\nMeasured on the H100, 2026-11-25, code 8c6529e.\n"
+                   "As found in the thirty-seventh " "session.\nThe 3rd " "session.\n"
+                   "Session notes.\nThe second run of the day.\n", encoding="utf-8")
+    assert [n for n, _ in narration(doc)] == [4, 5, 6]
+
+
+def test_the_docs_do_not_narrate_sessions():
+    hits = [f"{p.relative_to(ROOT)}:{n}: {line}" for p in _doc_files() for n, line in narration(p)]
+    assert not hits, "the documents narrate work sessions; name a result by date, machine and " \
+        "commit instead:\n" + "\n".join(hits)
