@@ -6,8 +6,7 @@ SCHED_FIFO runs whenever it has work. Linux breaks that when the real-time load 
 close to 100%: RT throttling (kernel.sched_rt_runtime_us, 950 000 of every 1 000 000 µs by
 default) and, since 6.12, the fair server (a deadline server that gives starved SCHED_OTHER /
 SCHED_IDLE threads 50 ms of every second, ahead of every SCHED_FIFO thread) stop the RT threads
-for up to ≈ 50 ms at once. docs/evaluation-log.md (case study 1 on the VM) tells where that bit
-us.
+for up to ≈ 50 ms at once; docs/analysis.md says what the bounds need from the OS.
 
 This probe pins itself to one core, starts a SCHED_OTHER busy loop there (a starved fair-class
 thread, like a backlogged best-effort executor or any daemon), and then runs a SCHED_FIFO thread

@@ -2,9 +2,8 @@
 written with a palette of at most 256 colours.
 
 Line plots, scatter plots and box plots have few colours beyond anti-aliasing's blends, so a
-palette image looks the same and takes less than half the bytes of matplotlib's RGBA one (the
-repository's 372 figures: 14.2 -> 6.0 MiB; they travel to the GPU machine with the checkout,
-under a size limit: docs/results/README.md). ``python -m paam.figures FILE.png ...`` rewrites PNGs written before in
+palette image looks the same and takes less than half the bytes of matplotlib's RGBA one (figures
+travel to the GPU machine with the checkout, under a size limit). ``python -m paam.figures FILE.png ...`` rewrites PNGs written before in
 place.
 
 Nothing here imports matplotlib at import time.

@@ -8,7 +8,7 @@ publisher and a /parameter_events publisher, and every publisher and subscriptio
 handlers that only log incompatible QoS. On case study 2's hot-path executor (eight nodes) the
 services and the handlers of the workload's own topics were 90 of the 116 entities waited on,
 and E0 spent 10-12 ms of every 100 ms instance outside its callbacks; without them, 4.4-6.3 ms
-(H100, docs/evaluation-log.md, twelfth session).
+(measured on the lent H100 machine, 2026-11-24).
 
 :func:`create_lean_node` makes a node without the services and rosout (its /parameter_events
 publisher, which rclpy always creates, stays, without its two QoS event handlers);

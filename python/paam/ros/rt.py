@@ -375,7 +375,7 @@ def lock_memory() -> str:
     Why: a page fault in a callback is time no analysis counts. Measured on the 2-core VM (case
     study 1, 2026-11-24): with PYTHONMALLOC=malloc the executors took about 730 instead of
     1 760 page faults in 90 s, and chain 1's tail did not change (its stalls there were the
-    host pausing the whole guest; docs/evaluation-log.md). Call it after the imports and the
+    host pausing the whole guest). Call it after the imports and the
     nodes are set up: what is mapped then gets locked.
     """
     import ctypes
@@ -455,8 +455,7 @@ def dds_threads_rt() -> Iterator[dict[str, list[str]]]:
     with ``try_lock`` in a loop that neither blocks nor yields. At SCHED_FIFO, with the holder
     a thread of its own process at the same priority on the same core, the holder never runs
     again: a livelock that starves every thread at or below that priority on the core
-    (eProsima/Fast-DDS#5272; it hung case study 1 on a 2-core VM, docs/evaluation-log.md
-    section 1). At SCHED_OTHER any RT holder preempts it. Messages do not
+    (eProsima/Fast-DDS#5272; it hung case study 1 on a 2-core VM). At SCHED_OTHER any RT holder preempts it. Messages do not
     wait for it: rmw_fastrtps publishes synchronously (Jazzy's default), so a message is written
     on the publishing thread; the sender thread only resends and serves discovery.
 
