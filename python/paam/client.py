@@ -43,10 +43,60 @@ from .kernels import KernelSpec, spec_for
 
 @dataclass
 class TimingModel:
-    """A callback's timing model for admission control (times in milliseconds).
+    """A callback's timing model for paamd's admission control (times in milliseconds).
 
-    All callbacks of a chain carry the same ``chain``, ``period_ms`` and ``deadline_ms``;
-    ``callback_index`` orders them inside the chain of ``chain_length`` callbacks.
+    Pass it as ``paam.Client(..., timing=...)``. A paamd started with ``--admission analysis``
+    admits the registration only if every critical chain it knows, with this callback added,
+    keeps its deadline under the response-time analysis (docs/analysis.md); otherwise the
+    client raises :class:`paam.NotAdmitted` naming the chain that would miss. Without
+    ``--admission analysis`` the model is not used.
+
+    One client registers one callback; a chain of ``chain_length`` callbacks is that many
+    clients, each with ``callback_index`` 0, 1, ... and the same ``chain``, ``period_ms``,
+    ``deadline_ms``, ``chain_length`` and ``best_effort``, and the same client ``priority``
+    (the chain priority; unique per chain, larger is more critical).
+
+    - ``chain``, ``period_ms``: the chain's name and period (required).
+    - ``deadline_ms``: the chain's end-to-end deadline, at most the period (0: the period).
+    - ``cpu_wcet_ms``, ``segments_ms``: this callback's CPU WCET and the WCET of each of its
+      accelerator requests, in order.
+    - ``executor``, ``executor_cpu``, ``executor_priority``, ``executor_wait``: the executor that
+      runs the callback: a name (required: the analysis charges callbacks of one executor to
+      each other), its CPU, its OS priority and how it waits for the accelerator (``spin``,
+      ``suspend`` or ``hybrid``). One name must mean the same executor in every registration.
+    - ``best_effort``: the chain has no deadline to keep; it is analysed as interference only.
+
+    Example (runs as is: it starts its own paamd; against ``paam serve --admission analysis
+    --buckets 2`` leave out ``start_server`` and ``socket=``)::
+
+        import paam
+        from paam.testing import start_server
+
+        with start_server(admission="analysis", buckets=2) as srv:
+            # Chain "perception", 20 Hz, two callbacks on executor ex1 (CPU 1, priority 90).
+            def perception(index, cpu_ms, gpu_ms):
+                return paam.TimingModel(
+                    chain="perception", period_ms=50.0, cpu_wcet_ms=cpu_ms, segments_ms=[gpu_ms],
+                    callback_index=index, chain_length=2,
+                    executor="ex1", executor_cpu=1, executor_priority=90)
+
+            with (paam.Client(priority=10, kernels=["spin"], socket=srv.socket_path,
+                              timing=perception(0, 2.0, 5.0)) as detect,
+                  paam.Client(priority=10, kernels=["spin"], socket=srv.socket_path,
+                              timing=perception(1, 1.0, 3.0)) as track):
+                print(track.admission_note)  # admitted: all 1 critical chains schedulable; ...
+                detect.request("spin", duration_ms=5.0)
+                track.request("spin", duration_ms=3.0)
+
+                # A more critical chain whose 40 ms GPU request would make "perception" miss
+                # its deadline is refused.
+                mapping = paam.TimingModel(chain="mapping", period_ms=100.0, segments_ms=[40.0],
+                                           executor="ex2", executor_cpu=2, executor_priority=90)
+                try:
+                    paam.Client(priority=20, kernels=["spin"], socket=srv.socket_path,
+                                timing=mapping)
+                except paam.NotAdmitted as refusal:
+                    print(refusal)  # not_admitted: chain 'perception' would miss its deadline ...
     """
     chain: str
     period_ms: float

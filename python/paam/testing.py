@@ -98,11 +98,15 @@ class ServerProcess:
 
 def start_server(*, buckets: int = 1, backend: str = "cpu", socket: str | None = None,
                  admission: str = "none", device_cpu: int | None = None, extra_args: Sequence[str] = (),
-                 timeout_sec: float = 10.0, cpus: Sequence[int] | None = None) -> ServerProcess:
+                 timeout_sec: float = 10.0, cpus: Sequence[int] | None = None,
+                 cuda_devices: Sequence[int] | None = None) -> ServerProcess:
     """Starts paamd and waits until it accepts registrations. Use as a context manager.
 
     ``cpus``: the cores paamd's threads may run on (its CPU-backend device workers still pin
-    themselves to the device core); default: wherever the caller may run."""
+    themselves to the device core); default: wherever the caller may run.
+    ``cuda_devices``: CUDA backend: the GPUs paamd serves (``--cuda-devices``), e.g. ``[0]`` for
+    a test whose clients must meet on one GPU; default: every visible GPU, over which paamd
+    spreads its registrations."""
     tmp = None
     if socket is None:
         tmp = tempfile.TemporaryDirectory(prefix="paam-")
@@ -111,6 +115,8 @@ def start_server(*, buckets: int = 1, backend: str = "cpu", socket: str | None =
             "--admission", admission]
     if device_cpu is not None:
         args += ["--device-cpu", str(device_cpu)]
+    if cuda_devices is not None:
+        args += ["--cuda-devices", ",".join(str(int(d)) for d in cuda_devices)]
     args += list(extra_args)
     srv = ServerProcess(args, socket, tmp, cpus)
     srv.wait_ready(timeout_sec)

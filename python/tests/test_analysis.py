@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -274,6 +276,8 @@ def test_json_turns_an_unbounded_time_into_null(tmp_path):
      ["executor 'lo'", "'priority'", "already used by executor 'hi'"]),
     (lambda d: d["accelerators"]["gpu0"].update(buckets=0),
      ["accelerator 'gpu0'", "'buckets'"]),
+    (lambda d: d.update(description=["not", "text"]),
+     ["system description", "'description'", "must be text"]),
 ])
 def test_bad_input_names_the_chain_and_the_field(tmp_path, edit, expected):
     _assert_refused(small(tmp_path), edit, expected)
@@ -573,3 +577,75 @@ def test_blocking_by_callback_charges_a_lower_callbacks_accelerator_requests(tmp
     assert run_cli("analyze", str(tight)) == 0
     assert run_cli("analyze", "--blocking", "callback", str(tight)) == 1
     capsys.readouterr()
+
+
+# --------------------------------------------------------------------------------------------
+# The shipped example systems and the TimingModel example
+
+def test_the_shipped_robot_example_is_schedulable_and_says_so_first(capsys):
+    from paam import examples
+    assert run_cli("analyze", str(examples.path("mobile_robot"))) == 0
+    description, table = capsys.readouterr().out.split("\nchain ", 1)
+    assert description.startswith("A small mobile robot with one GPU")
+    assert "Expected: schedulable" in " ".join(description.split())
+    assert "schedulable: all 4 critical chains meet their deadlines" in table
+    spec = load_system(examples.path("mobile_robot"))
+    assert sum(any(cb.segments for cb in c.callbacks) for c in spec.chains) >= 3  # GPU users
+    for blocking in ("cpu", "callback"):  # safe also with the blocker's accelerator time
+        assert analyze(spec, blocking=blocking).schedulable, blocking
+
+
+def test_the_papers_case_study_says_why_it_is_not_schedulable(capsys):
+    from paam import examples
+    assert run_cli("analyze", str(examples.path("case_study_1"))) == 1
+    out = capsys.readouterr().out
+    description, table = out.split("\nchain ", 1)
+    description = " ".join(description.split())  # as one line, however it was wrapped
+    assert description.startswith("The PAAM paper's case study 1")
+    assert "Expected: NOT schedulable" in description and "chains 3 to 6" in description
+    assert "mobile_robot.yaml" in description
+    assert "NOT schedulable: 4 of 6 critical chains can miss" in table
+    result = analyze(load_system(examples.path("case_study_1")))
+    assert sorted(c.name for c in result.chains if not c.best_effort and not c.schedulable) == [
+        "chain3", "chain4", "chain5", "chain6"]  # what the description says
+    assert run_cli("analyze", "--json", str(examples.path("case_study_1"))) == 1
+    assert "case study 1" in json.loads(capsys.readouterr().out)["description"]
+
+
+def test_the_description_is_kept_on_a_round_trip_and_left_out_of_a_plan(tmp_path, capsys):
+    from paam.analysis import dump_yaml
+    data = yaml.safe_load(plan_input(tmp_path, units=True).read_text())
+    data["description"] = "Everything on one executor.\nB and C miss."
+    src = write(tmp_path, yaml.safe_dump(data), "described.yaml")
+    spec = load_system(src)
+    assert spec.description == data["description"]
+    assert parse_system(yaml.safe_load(dump_yaml(spec))).description == spec.description
+    out = tmp_path / "planned.yaml"
+    assert run_cli("plan", str(src), "-o", str(out)) == 0
+    capsys.readouterr()
+    assert load_system(out).description is None  # it described the input, not the plan
+
+
+def _example_code(doc: str) -> str:
+    """The code block after the docstring's last line that ends in '::'."""
+    lines = inspect.cleandoc(doc).splitlines()
+    start = max(i for i, line in enumerate(lines) if line.rstrip().endswith("::")) + 1
+    return textwrap.dedent("\n".join(lines[start:]))
+
+
+def test_the_timing_model_example_runs_as_written(capsys):
+    import paam
+    code = _example_code(paam.TimingModel.__doc__)
+    assert "paam.TimingModel(" in code and "start_server" in code
+    exec(compile(code, "paam.TimingModel example", "exec"), {})
+    out = capsys.readouterr().out
+    assert "admitted: all 1 critical chains schedulable; bound of 'perception'" in out
+    assert "chain 'perception' would miss its deadline 50.000 ms" in out
+
+
+def test_the_readme_timing_model_examples_run_as_written():
+    """Every Python block of the README that builds a TimingModel runs as written."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for block in re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M):
+        if "TimingModel(" in block:
+            exec(compile(block, "README.md", "exec"), {})

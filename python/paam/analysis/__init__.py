@@ -2,8 +2,9 @@
 
 Load a system description, analyse it, plan it::
 
+    from paam import examples
     from paam.analysis import load_system, analyze, plan, options_for
-    spec = load_system("case_study_1.yaml")
+    spec = load_system(examples.path("mobile_robot"))   # or the path of your own YAML
     result = analyze(spec)            # Analysis: .schedulable, .chains[i].wcrt, ...
     planned = plan(spec, options_for(spec))
 

@@ -176,7 +176,7 @@ def analyze(spec: SystemSpec, *, handling: str = "min", blocking: str = "cpu",
     :param handling: ``"min"`` (the PAAM analysis), ``"per-segment"`` (Lemma 2 only) or
         ``"per-chain"`` (Lemma 3 only).
     :param blocking: what a lower-priority chain's callback on the same executor blocks with:
-        ``"cpu"``, its CPU WCET (ANALYSIS.md as written), or ``"callback"``, its CPU WCET plus
+        ``"cpu"``, its CPU WCET (the paper's Lemma 4), or ``"callback"``, its CPU WCET plus
         its accelerator segments' handling time (safe when such a callback uses an
         accelerator; docs/analysis.md).
     :param stop_at_deadline: stop each iteration as soon as it passes the deadline (the

@@ -6,6 +6,7 @@ input (the message names the chain and the field).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -20,8 +21,12 @@ EXIT_BAD_INPUT = 2
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "analyze", help="worst-case end-to-end bounds of every chain of a system file",
-        description="Response-time analysis of PAAM (see docs/analysis.md). Exit status: 0 "
-                    "schedulable, 1 not schedulable, 2 bad input.")
+        description="Response-time analysis of PAAM (see docs/analysis.md). Prints the system's "
+                    "description (if its file has one), then one row per chain. Exit status: 0 "
+                    "schedulable, 1 not schedulable, 2 bad input. Example systems ship in the "
+                    "paam.examples package (python/paam/examples/ in the source tree): "
+                    "mobile_robot.yaml (schedulable) and case_study_1.yaml (the paper's case "
+                    "study 1, not schedulable).")
     p.add_argument("file", help="system description (YAML, times in ms)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--bound", choices=("min", "per-segment", "per-chain"), default="min",
@@ -29,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "one lemma alone")
     p.add_argument("--blocking", choices=("cpu", "callback"), default="cpu",
                    help="what a lower-priority callback on the same executor blocks a chain "
-                        "with: its CPU WCET (default, ANALYSIS.md as written) or its CPU WCET "
+                        "with: its CPU WCET (default, the paper's Lemma 4) or its CPU WCET "
                         "plus its accelerator segments' handling time (safe when executors "
                         "share chains that use accelerators; docs/analysis.md)")
     p.add_argument("--full", action="store_true",
@@ -92,7 +97,7 @@ def _error(message: str) -> int:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from paam.analysis.bounds import analyze
     from paam.analysis.model import load_system
-    from paam.analysis.report import chain_table, summary
+    from paam.analysis.report import chain_table, description_text, summary
     try:
         spec = load_system(args.file)
         result = analyze(spec, handling=args.bound, blocking=args.blocking,
@@ -100,8 +105,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     except InputError as exc:
         return _error(str(exc))
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        data = result.to_json()
+        if spec.description is not None:
+            data = {"description": spec.description} | data
+        print(json.dumps(data, indent=2))
     else:
+        if spec.description:
+            print(description_text(spec.description))
+            print()
         print(chain_table(result))
         print()
         print(summary(result))
@@ -133,7 +144,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             before = analyze(spec, stop_at_deadline=False)
         except InputError as exc:
             print(f"before: not analysable as given ({exc})")
-        planned = plan(spec, options)
+        # The input's description need not hold for the planned system (its verdict, say).
+        planned = dataclasses.replace(plan(spec, options), description=None)
         text = dump_yaml(planned)
         parse_system(yaml.safe_load(text))  # what we write must load back as is
         after = analyze(planned, stop_at_deadline=False)

@@ -16,8 +16,10 @@ Times are in milliseconds. The format::
         callbacks:
           - {name: c1_1, executor: ex1, wcet: 2, segments: [{accelerator: gpu0, wcet: 10}]}
 
-Optional fields beyond the issue's format (all may be left out):
+Optional fields beyond that format (all may be left out):
 
+- ``description``: text about the system (what it is, what the analysis should find);
+  ``paam analyze`` prints it above its report.
 - ``accelerators.<name>.type``: units of one type (e.g. ``gpu0`` and ``gpu1`` of type ``gpu``);
   for ``paam plan`` a segment may name the type and the planner picks the unit (WFD).
 - ``chains[].callbacks[].priority``: the callback priority (PiCAS Algorithm 1), written by
@@ -105,6 +107,7 @@ class SystemSpec:
     chains: list[Chain]
     comm_cost: float = 0.0
     plan: dict[str, Any] | None = None
+    description: str | None = None
 
     def accelerator_types(self) -> dict[str, list[str]]:
         """type -> unit names, for accelerators that declare a type."""
@@ -223,8 +226,12 @@ def _name(value: Any, where: str, key: str = "name") -> str:
 def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
     """Check a loaded YAML document and build a :class:`SystemSpec` (see :func:`load_system`)."""
     top = _mapping(data, "system description")
-    _check_keys(top, {"accelerators", "executors", "comm_cost", "chains", "plan"},
+    _check_keys(top, {"description", "accelerators", "executors", "comm_cost", "chains", "plan"},
                 "system description")
+    description = top.get("description")
+    if description is not None and not isinstance(description, str):
+        raise InputError("system description: field 'description' must be text, "
+                         f"got {type(description).__name__}")
 
     accelerators: dict[str, Accelerator] = {}
     for raw_name, raw in _mapping(top.get("accelerators"), "accelerators").items():
@@ -314,7 +321,7 @@ def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
         plan = _mapping(plan, "plan")
         _check_keys(plan, {"cpus", "executor_priority", "wait"}, "plan")
     return SystemSpec(accelerators=accelerators, executors=executors, chains=chains,
-                      comm_cost=comm_cost, plan=plan)
+                      comm_cost=comm_cost, plan=plan, description=description)
 
 
 def _parse_callback(raw: Any, index: int, chain: str, executors: dict[str, Executor],
@@ -388,7 +395,10 @@ def to_yaml_data(spec: SystemSpec) -> dict[str, Any]:
             d["best_effort"] = True
         d["callbacks"] = [cb(c) for c in ch.callbacks]
         chains.append(d)
-    data: dict[str, Any] = {
+    data: dict[str, Any] = {}
+    if spec.description is not None:
+        data["description"] = spec.description
+    data |= {
         "accelerators": {a.name: acc(a) for a in spec.accelerators.values()},
         "executors": {e.name: {"cpu": e.cpu, "priority": e.priority, "wait": e.wait}
                       for e in spec.executors.values()},

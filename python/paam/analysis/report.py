@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 from paam.analysis.bounds import Analysis, ChainBound
+
+
+def description_text(description: str, width: int = 96) -> str:
+    """A system's ``description`` for the top of a report: each paragraph wrapped to ``width``."""
+    return "\n".join(textwrap.fill(p, width) if p.strip() else ""
+                     for p in description.strip().splitlines())
 
 
 def fmt_time(value: float) -> str:

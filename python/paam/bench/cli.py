@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench_sub = p.add_subparsers(dest="bench", metavar="BENCH")
     bench_sub.required = True
     overhead.register(bench_sub)
-    try:  # GPU measurements (issue 4); present when the CUDA bench module is installed
+    try:  # GPU measurements; present when the CUDA bench module is installed
         from . import gpu
     except ImportError:
         gpu = None

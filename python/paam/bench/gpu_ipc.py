@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import paam
-from paam.bench.gpu import _stats
+from paam.bench.gpu_report import stats as _stats
 
 
 def _device_array(cp, nbytes: int):

@@ -40,41 +40,36 @@ this executor runs is collected by the executor's own thread once it is done (no
 another thread on the way back); only before a wait that may sleep is it handed to a waiter
 thread, which then wakes the executor.
 
+:func:`await_result` and the look into suspended coroutines live in :mod:`paam.ros._awaiting`;
+the wait of ``lean_wait=False`` in :mod:`paam.ros._rclpy_wait`.
+
 Thread safety: like ``SingleThreadedExecutor``, spin from one thread at a time.
 :meth:`set_callback_priority` may be called from any thread (an attribute store).
 """
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import inspect
 import itertools
 import threading
 import time
 import weakref
 from typing import Callable, Optional
 
-from rclpy.exceptions import InvalidHandle
 from rclpy.executors import (ConditionReachedException, Executor, ShutdownException,
                              TimeoutException, TimeoutObject)
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.task import Future, Task
 
-from paam.ros._readiness import ReadinessScanner, wait_on
+from paam.ros._awaiting import AcceleratorFuture, await_result
+from paam.ros._awaiting import awaited_future as _awaited_future
+from paam.ros._awaiting import running_in as _running_in
+from paam.ros._awaiting import started as _started
+from paam.ros._rclpy_wait import wait_entities as rclpy_wait_entities
+from paam.ros._readiness import ReadinessScanner
 from paam.ros.rt import MODES as RT_MODES
 from paam.ros.rt import RtReport, apply_rt, restore_timer_slack, tighten_timer_slack
 
 __all__ = ["PicasExecutor", "PickStats", "await_result", "AcceleratorFuture"]
 
 _PRIORITY_ATTR = "_paam_callback_priority"
-# What runs in this thread now: ``.callback`` is (the PicasExecutor, the callback's priority) or
-# None. Tasks the callback creates inherit the priority; await_result leaves that executor the
-# collection of the result.
-_running_in = threading.local()
-
-# The generator behind ``await future`` in rclpy; lets us see which Future a suspended coroutine
-# callback waits for.
-_FUTURE_AWAIT_CODE = Future.__await__.__code__
 
 
 class PickStats:
@@ -512,79 +507,15 @@ class PicasExecutor(Executor):
         executor's own guard condition; True if one of the entities is ready. With
         ``waitables_answer`` an accepted waitable answers True at once."""
         default = self.default_priority
+
+        def wanted(entity) -> bool:
+            return accept(getattr(entity, _PRIORITY_ATTR, default))
+
         if self._scanner is not None:
-            return self._scanner.poll(lambda e: accept(getattr(e, _PRIORITY_ATTR, default)),
-                                      timeout_ns, waitables_answer=waitables_answer,
+            return self._scanner.poll(wanted, timeout_ns, waitables_answer=waitables_answer,
                                       wake_guard=wake_guard)
-        subs, timers, guards, clients, services = [], [], [], [], []
-        for node in self.get_nodes():
-            for group, out in ((node.subscriptions, subs), (node.timers, timers),
-                               (node.guards, guards), (node.clients, clients),
-                               (node.services, services)):
-                for e in group:
-                    # (an entity whose callback group is busy, e.g. with a callback suspended
-                    # in an await, cannot start: rclpy's wait leaves it out too)
-                    if (not e._executor_event and accept(getattr(e, _PRIORITY_ATTR, default))
-                            and e.callback_group.can_execute(e)):
-                        out.append(e)
-            if waitables_answer:
-                for w in node.waitables:
-                    if not w._executor_event and accept(getattr(w, _PRIORITY_ATTR, default)):
-                        return True
-        if not (subs or timers or guards or clients or services or wake_guard):
-            return False
-        with contextlib.ExitStack() as stack:
-            lists = []
-            for group in (subs, timers, guards, clients, services):
-                live = []
-                for e in group:
-                    try:
-                        stack.enter_context(e.handle)
-                        live.append(e)
-                    except InvalidHandle:
-                        pass
-                lists.append(live)
-            subs, timers, guards, clients, services = lists
-            own = []
-            if wake_guard:
-                try:
-                    stack.enter_context(self._guard.handle)
-                    own.append(self._guard)
-                except InvalidHandle:  # shut down
-                    return False
-            stack.enter_context(self._context.handle)
-            ws = _rclpy.WaitSet(len(subs), len(guards) + len(own), len(timers), len(clients),
-                                len(services), 0, self._context.handle)
-            ws.clear_entities()
-            for e in subs:
-                ws.add_subscription(e.handle)
-            for e in guards + own:
-                ws.add_guard_condition(e.handle)
-            for e in timers:
-                ws.add_timer(e.handle)
-            for e in clients:
-                ws.add_client(e.handle)
-            for e in services:
-                ws.add_service(e.handle)
-            wait_on(ws, timeout_ns)  # (a poll with the least timer slack: wait_on says why)
-            found = False
-            ready = set(ws.get_ready_entities("guard_condition"))
-            for gc in guards:
-                if gc.handle.pointer in ready:
-                    # The wait consumed the trigger; rclpy re-triggers guards so marked.
-                    gc._executor_triggered = True
-                    found = True
-            if found:
-                return True
-            ready = set(ws.get_ready_entities("timer"))
-            if any(t.handle.pointer in ready and t.handle.is_timer_ready() for t in timers):
-                return True
-            for kind, group in (("subscription", subs), ("client", clients),
-                                ("service", services)):
-                ready = set(ws.get_ready_entities(kind))
-                if any(e.handle.pointer in ready for e in group):
-                    return True
-        return False
+        return rclpy_wait_entities(self, wanted, timeout_ns, waitables_answer=waitables_answer,
+                                   wake_guard=wake_guard)
 
     def _spin_once_stock(self, timeout_sec, condition) -> None:
         # rclpy's SingleThreadedExecutor._spin_once_impl, kept so the switch is exact.
@@ -712,102 +643,3 @@ def _say(text: str, log: Optional[Callable[[str], None]]) -> None:
     else:
         import sys
         print(text, file=sys.stderr)
-
-
-def _started(task: Task) -> bool:
-    """True for a coroutine task that ran and is suspended at an ``await``."""
-    coro = task._handler
-    return (inspect.iscoroutine(coro)
-            and inspect.getcoroutinestate(coro) == inspect.CORO_SUSPENDED)
-
-
-def _awaited_future(coro) -> Optional[Future]:
-    """Follow a suspended coroutine's await chain down to the rclpy Future it waits on."""
-    obj = coro
-    for _ in range(64):  # bounded: await chains are short
-        if obj is None:
-            return None
-        if inspect.isgenerator(obj):
-            if obj.gi_code is _FUTURE_AWAIT_CODE and obj.gi_frame is not None:
-                fut = obj.gi_frame.f_locals.get("self")
-                return fut if isinstance(fut, Future) else None
-            obj = obj.gi_yieldfrom
-        else:
-            obj = getattr(obj, "cr_await", None)
-    return None
-
-
-# -- awaiting an accelerator request ------------------------------------------------------------
-
-_waiters: Optional[concurrent.futures.ThreadPoolExecutor] = None
-_waiters_lock = threading.Lock()
-
-
-def _waiter_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _waiters
-    with _waiters_lock:
-        if _waiters is None:
-            _waiters = concurrent.futures.ThreadPoolExecutor(
-                max_workers=32, thread_name_prefix="paam-await")
-        return _waiters
-
-
-class AcceleratorFuture(Future):
-    """:func:`await_result`'s rclpy Future. Its request's result is collected either by the
-    executor's thread (:meth:`collect_if_done`, while no waiter thread has it) or by one waiter
-    thread (:meth:`ensure_waiter`), never by both."""
-
-    def __init__(self, paam_future, timeout_sec: Optional[float] = None) -> None:
-        super().__init__()
-        self._paam = paam_future
-        self._timeout_sec = timeout_sec
-        self._claim = threading.Lock()
-        self._waiter = False
-
-    def collect_if_done(self) -> bool:
-        """True if done; collects the result here if the request is done and no waiter has it."""
-        with self._claim:
-            if self._waiter or self.done():
-                return self.done()
-            ready = getattr(self._paam, "done", None)
-            if ready is None or not ready():
-                return False
-            self._deliver()
-            return True
-
-    def ensure_waiter(self) -> None:
-        """Hand the request to a waiter thread (once), unless it was collected already."""
-        with self._claim:
-            if self._waiter or self.done():
-                return
-            self._waiter = True
-        _waiter_pool().submit(self._deliver)
-
-    def _deliver(self) -> None:
-        try:
-            self.set_result(self._paam.result(timeout_sec=self._timeout_sec))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            self.set_exception(exc)
-
-
-def await_result(paam_future, *, timeout_sec: Optional[float] = None) -> AcceleratorFuture:
-    """An rclpy Future that completes with ``paam_future``'s result (or exception).
-
-    ``await await_result(client.submit(...))`` inside an ``async def`` callback lets the executor
-    run other callbacks until the accelerator is done; :class:`PicasExecutor` resumes the callback
-    (at its priority) once the result is in, and with ``awaiting_holds_priority`` starts nothing
-    of a lower priority meanwhile.
-
-    Who collects the result: called from a callback that a :class:`PicasExecutor` runs, that
-    executor does, in its own thread, when it next looks and the request is done (no thread
-    hand-over on the way back); only before it would sleep does it hand the request to a waiter
-    thread, which then wakes it. Called anywhere else, a waiter thread blocks in
-    ``paam_future.result`` at once. ``timeout_sec`` is the waiter's.
-    """
-    out = AcceleratorFuture(paam_future, timeout_sec)
-    running = getattr(_running_in, "callback", None)
-    if running is None:
-        out.ensure_waiter()
-    else:
-        running[0].collect_later(out)
-    return out
