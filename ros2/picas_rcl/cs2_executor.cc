@@ -2,13 +2,13 @@
 // nodes and their callbacks in C++ on rcl, spun by paam_ros::PicasExecutor (for the ROS 2
 // method in rclcpp's SingleThreadedExecutor order).
 //
-// python/paam/eval/case_study2.py builds the reference system and stays the one place that says
-// what each node does: it writes this program's spec (case_study2_cpp.py, `paam eval case-study-2
-// --e0-executor cpp`), starts it, and turns what it records into the same records as its own
-// rclpy executor processes. The callbacks do what that file's do, in the same order: take the
-// sample history (std_msgs/Int64MultiArray: per node id, its stamp, sequence number and missed
-// samples), burn the run time as this thread's CPU time, run the GPU segment (and the rear
-// transformer's TPU one) through paamd or directly, stamp and publish.
+// experiments/paam_experiments/case_study2/ builds the reference system (graph.py) and stays the
+// one place that says what each node does (nodes.py): it writes this program's spec (cpp.py,
+// `paam eval case-study-2 --e0-executor cpp`), starts it, and turns what it records into the
+// same records as its own rclpy executor processes. The callbacks do what nodes.py's do, in the
+// same order: take the sample history (std_msgs/Int64MultiArray: per node id, its stamp,
+// sequence number and missed samples), burn the run time as this thread's CPU time, run the GPU
+// segment (and the rear transformer's TPU one) through paamd or directly, stamp and publish.
 //
 // Usage: paam_cs2_executor SPEC   (the spec's format: ReadSpec below)
 // Protocol on stdout/stdin: prints "ready" once every node, client and DDS thread is up; reads
@@ -36,10 +36,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <rcl/rcl.h>
 #include <rosidl_typesupport_cpp/message_type_support.hpp>
 #include <std_msgs/msg/int64_multi_array.hpp>
 
+#include "common/cli.h"
 #include "paam/client.h"
 #include "picas_executor.h"
 
@@ -621,43 +623,15 @@ class Graph {
 
 // ---------------------------------------------------------------------------------- output
 
-template <typename T>
-void JsonArray(std::ostream& o, const std::vector<T>& v) {
-  o << '[';
-  for (size_t i = 0; i < v.size(); ++i) o << (i ? "," : "") << v[i];
-  o << ']';
-}
-
-void JsonRows(std::ostream& o, const std::vector<std::vector<int64_t>>& rows) {
-  o << '[';
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i) o << ",\n";
-    JsonArray(o, rows[i]);
-  }
-  o << ']';
-}
-
 void WriteRecords(const std::string& path, const Records& r, uint64_t picks, uint64_t empty) {
+  const nlohmann::ordered_json records = {
+      {"hot", r.hot},         {"calls", r.calls},
+      {"gpu_stages", r.gpu_stages}, {"excess", r.excess},
+      {"gpu_wall", r.gpu_wall}, {"published", {r.published[0], r.published[1]}},
+      {"sub_drops", r.sub_drops}, {"picks", picks},
+      {"empty_takes", empty}};
   std::ofstream o(path + ".tmp");
-  o.precision(9);
-  o << "{\"hot\": ";
-  JsonRows(o, r.hot);
-  o << ",\n\"calls\": ";
-  JsonRows(o, r.calls);
-  o << ",\n\"gpu_stages\": ";
-  JsonRows(o, r.gpu_stages);
-  o << ",\n\"excess\": ";
-  JsonArray(o, r.excess);
-  o << ",\n\"gpu_wall\": ";
-  JsonArray(o, r.gpu_wall);
-  o << ",\n\"published\": [" << r.published[0] << "," << r.published[1] << "]";
-  o << ",\n\"sub_drops\": {";
-  bool first = true;
-  for (const auto& [k, v] : r.sub_drops) {
-    o << (first ? "" : ",") << '"' << k << "\":" << v;
-    first = false;
-  }
-  o << "},\n\"picks\": " << picks << ", \"empty_takes\": " << empty << "}\n";
+  o << records.dump() << "\n";
   o.close();
   if (!o || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
     throw std::runtime_error("cannot write " + path);
@@ -665,8 +639,14 @@ void WriteRecords(const std::string& path, const Records& r, uint64_t picks, uin
 }
 
 int Main(int argc, char** argv) {
-  if (argc != 2) Usage("expected one argument, the spec file");
-  const Spec spec = ReadSpec(argv[1]);
+  std::string spec_path;
+  CLI::App app("One executor process of case study 2: its nodes and callbacks on rcl, as the spec\n"
+               "says (written by paam eval case-study-2 --e0-executor cpp).",
+               "paam_cs2_executor");
+  paam::cli::Setup(app);
+  app.add_option("SPEC", spec_path, "the spec file")->required();
+  paam::cli::ParseOrExit(app, argc, argv, 2);
+  const Spec spec = ReadSpec(spec_path);
 
   rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
   Check(rcl_init_options_init(&init_options, rcl_get_default_allocator()), "rcl_init_options_init");

@@ -7,13 +7,12 @@ executors run, compiled: ``paam_cs2_executor`` (ros2/picas_rcl), PiCAS's priorit
 executor on rcl's C API with the same nodes and callbacks in C++, for PiCAS and PAAM; for ROS 2
 the same program picks as rclcpp's SingleThreadedExecutor does (the paper's stock executor), so
 all three methods run E0 compiled. The other three executors stay rclpy processes; the
-messages, topics, priorities and records are the same, so a run's records mix with theirs as
-before.
+messages, topics, priorities and records are the same, so a run's records mix with theirs.
 
-:mod:`paam_experiments.case_study2` stays the one description of the reference system: this module
-writes the program's spec from it (:func:`spec_text`), starts the program in E0's process
-(:func:`run`), gives its threads the OS priorities and cores the rclpy process's would get, and
-turns what it recorded into the records the rclpy executor process writes.
+:mod:`.graph` stays the one description of the reference system: this module writes the
+program's spec from it (:func:`spec_text`), starts the program in E0's process (:func:`run`),
+gives its threads the OS priorities and cores the rclpy process's would get, and turns what it
+recorded into the record the rclpy executor process writes (:class:`.records.ProcessRecord`).
 """
 from __future__ import annotations
 
@@ -30,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from paam_experiments import case_study2_threads as threads_bd
 from paam_experiments import common
+from paam_experiments.case_study2 import graph, records, threads
+from paam_experiments.case_study2.config import ProcessConfig
 
 PROGRAM = "paam_cs2_executor"
 _READY_TIMEOUT_S = 180.0
@@ -65,49 +65,48 @@ def library_path() -> str:
     return ":".join(dirs + ([old] if old else []))
 
 
-def spec_text(cfg: dict, out_path: str) -> str:
+def spec_text(cfg: ProcessConfig, out_path: str) -> str:
     """The program's spec (its format: ros2/picas_rcl/cs2_executor.cc, ReadSpec) for the
-    nodes of ``cfg["executors"]["E0"]``, from case_study2's description of the system."""
-    from paam_experiments import case_study2 as cs2
-    from paam_experiments.case_study2 import BY_NAME, CHAIN_PRIORITY, NODE_IDS
-    lines = [f"prefix {cfg['topic_prefix']}", f"method {cfg['method']}",
-             f"backend {cfg['backend']}", f"wait {cfg['wait']}",
-             f"hot_wait {cfg.get('hot_wait') or cfg['wait']}", f"hot_priority {cs2.HOT_PRIORITY}",
+    nodes of ``cfg.executors["E0"]``, from :mod:`.graph`'s description of the system."""
+    ids = graph.NODE_IDS
+    lines = [f"prefix {cfg.topic_prefix}", f"method {cfg.method}",
+             f"backend {cfg.backend}", f"wait {cfg.wait}",
+             f"hot_wait {cfg.hot_path_wait}", f"hot_priority {graph.HOT_PRIORITY}",
              f"out {out_path}",
-             f"gpu_ms {cfg['gpu_ms']!r}", f"tpu_ms {cfg['tpu_ms']!r}", f"scale {cfg['scale']!r}",
-             f"warmup_s {cfg['warmup_s']!r}", f"duration_s {cfg['duration_s']!r}",
-             f"device_cpu {cfg['device_cpu']}",
-             f"tpu_cpu {cfg['tpu_cpu'] if cfg['tpu_cpu'] is not None else -1}",
-             f"tpu_priority {CHAIN_PRIORITY[cs2.TPU_NODE]}",
-             # (as case_study2._Graph: a direct kernel on the CPU runs on the callback's thread)
-             f"drop_gpu {int(cfg['method'] != 'paam' and cfg['backend'] == 'cpu' and not cfg['direct_keeps_priority'])}",
-             f"drop_tpu {int(cfg['method'] != 'paam' and not cfg['direct_keeps_priority'])}",
-             f"gpu_socket {cfg['gpu_socket'] or '-'}", f"tpu_socket {cfg['tpu_socket'] or '-'}",
-             "stages " + " ".join(cs2._STAGES),
-             "hot_ids " + " ".join(str(i) for i in sorted(cs2.HOT_IDS)),
-             "hot_hops " + " ".join(str(NODE_IDS[n]) for n in cs2.HOT_HOPS),
-             f"lidars {NODE_IDS['FrontLidarDriver']} {NODE_IDS['RearLidarDriver']}",
-             f"estimator {NODE_IDS['ObjectCollisionEstimator']}"]
-    for name in cfg["executors"]["E0"]:
-        spec = BY_NAME[name]
+             f"gpu_ms {cfg.gpu_ms!r}", f"tpu_ms {cfg.tpu_ms!r}", f"scale {cfg.scale!r}",
+             f"warmup_s {cfg.warmup_s!r}", f"duration_s {cfg.duration_s!r}",
+             f"device_cpu {cfg.device_cpu}",
+             f"tpu_cpu {cfg.tpu_cpu if cfg.tpu_cpu is not None else -1}",
+             f"tpu_priority {graph.CHAIN_PRIORITY[graph.TPU_NODE]}",
+             # (as the rclpy process: a direct kernel on the CPU runs on the callback's thread)
+             f"drop_gpu {int(cfg.drops_gpu_priority())}",
+             f"drop_tpu {int(cfg.drops_tpu_priority())}",
+             f"gpu_socket {cfg.gpu_socket or '-'}", f"tpu_socket {cfg.tpu_socket or '-'}",
+             "stages " + " ".join(records.STAGES),
+             "hot_ids " + " ".join(str(i) for i in sorted(graph.HOT_IDS)),
+             "hot_hops " + " ".join(str(ids[n]) for n in graph.HOT_HOPS),
+             f"lidars {ids['FrontLidarDriver']} {ids['RearLidarDriver']}",
+             f"estimator {ids['ObjectCollisionEstimator']}"]
+    for name in cfg.executors["E0"]:
+        spec = graph.BY_NAME[name]
         if spec.kind not in ("sensor", "transform", "fusion", "intersection"):
             raise ValueError(f"{name}: a {spec.kind} node is not run by {PROGRAM}")
-        gpu = name not in cs2.NO_ACCELERATOR
-        lines.append(f"node {NODE_IDS[name]} {name} {spec.kind} {spec.period_ms!r} {int(gpu)} "
-                     f"{int(name == cs2.TPU_NODE)}")
+        gpu = name not in graph.NO_ACCELERATOR
+        lines.append(f"node {ids[name]} {name} {spec.kind} {spec.period_ms!r} {int(gpu)} "
+                     f"{int(name == graph.TPU_NODE)}")
 
         def cb(index: int, topic: str, run_ms: float, cache_ms: float, out: str) -> str:
-            chain, picas = cs2.callback_priority(name, index)
-            req = (cs2.request_priority(name, index, cfg["request_priority"])
-                   if cfg["method"] == "paam" else chain)
-            producer = NODE_IDS[cs2._producer(topic)] if topic != "-" else -1
-            return (f"cb {NODE_IDS[name]} {index} {topic} {producer} {run_ms!r} {cache_ms!r} "
+            chain, picas = graph.callback_priority(name, index)
+            req = (graph.request_priority(name, index, cfg.request_priority)
+                   if cfg.method == "paam" else chain)
+            producer = ids[graph.producer(topic)] if topic != "-" else -1
+            return (f"cb {ids[name]} {index} {topic} {producer} {run_ms!r} {cache_ms!r} "
                     f"{chain} {picas} {req} {out}")
         if spec.kind == "sensor":
             lines.append(cb(0, "-", spec.run_ms[0], 0.0, name))
         elif spec.kind == "transform":
             lines.append(cb(0, spec.inputs[0], spec.run_ms[0], 0.0, name))
-        elif spec.kind == "fusion":  # (every input at the node's callback 0, as in _Graph)
+        elif spec.kind == "fusion":  # (every input at the node's callback 0, as in .nodes)
             lines += [cb(0, t, spec.run_ms[0], spec.run_ms[1], name) for t in spec.inputs]
         else:  # intersection: one connection per input
             lines += [cb(i, t, spec.run_ms[i], 0.0, out)
@@ -129,20 +128,20 @@ def _thread_names(pid: int) -> dict[int, str]:
     return out
 
 
-def _prioritize(pid: int, cfg: dict) -> str:
-    """The program's threads get what E0's rclpy process gives its own (case_study2._executor):
+def _prioritize(pid: int, cfg: ProcessConfig) -> str:
+    """The program's threads get what E0's rclpy process gives its own (.executor):
     for PiCAS and PAAM E0's OS priority on every thread (SCHED_FIFO but for Fast DDS's sender
     threads, which paam.ros.rt.dds_threads_rt says why to keep at SCHED_OTHER; else the nice
     ladder), for ROS 2 none; and the executor thread (the main one) pinned to E0's core.
     Returns the run's rt note."""
     from paam.ros.rt import DDS_SENDER_PREFIX, apply_rt
-    prio, cpu = cfg["priorities"]["E0"], cfg["cpus"]["E0"]
-    if cfg["method"] == "ros2":
+    prio, cpu = cfg.priorities["E0"], cfg.cpus["E0"]
+    if cfg.method == "ros2":
         os.sched_setaffinity(pid, {cpu})
         return (f"E0: SCHED_OTHER nice 0, CPU {cpu} (C++ executor, {PROGRAM}, rclcpp's "
                 "SingleThreadedExecutor order)")
     # what this machine permits, tried on this (the parent's) thread, then undone here
-    report = apply_rt(prio, None, mode=cfg["rt"], log=lambda _line: None)
+    report = apply_rt(prio, None, mode=cfg.rt, log=lambda _line: None)
     for tid, name in _thread_names(pid).items():
         try:
             if report.policy == "SCHED_FIFO" and not name.startswith(DDS_SENDER_PREFIX):
@@ -200,11 +199,11 @@ def _read_line(proc: subprocess.Popen, timeout_s: float, what: str, err_path: st
     return line.strip()
 
 
-def run(cfg: dict, path: str, sync: dict) -> None:
-    """E0's process with the C++ executor: as case_study2._executor for E0 alone, its records
+def run(cfg: ProcessConfig, path: str, sync: dict) -> None:
+    """E0's process with the C++ executor: as .executor.run_executor for E0 alone, its record
     written to ``path`` in the same layout."""
     exe = program()
-    common.pin_this_thread(cfg["helper_cpus"] or sorted(set(cfg["cpus"].values())))
+    common.pin_this_thread(cfg.helper_cpus or sorted(set(cfg.cpus.values())))
     # stderr into a file, not a pipe: Fast DDS's warnings over a long run could fill a pipe
     # nobody reads during the spin and block the executor thread that writes them
     spec_path, out_path, err_path = path + ".spec", path + ".json", path + ".stderr"
@@ -217,13 +216,13 @@ def run(cfg: dict, path: str, sync: dict) -> None:
         if _read_line(proc, _READY_TIMEOUT_S, "ready line", err_path) != "ready":
             raise RuntimeError(f"{PROGRAM}: unexpected first line")
         rt_note = _prioritize(proc.pid, cfg)
-        sync["ready"].put(cfg["name"])
+        sync["ready"].put(cfg.name)
         if not sync["go"].wait(180):
             raise RuntimeError("no start signal from the parent")
         start_ns = int(sync["start_at"].value * 1e9)
         proc.stdin.write(f"start {start_ns}\n")
         proc.stdin.flush()
-        total = cfg["warmup_s"] + cfg["duration_s"]
+        total = cfg.warmup_s + cfg.duration_s
         thread_cpus: dict[str, int] = {}
         snap = threading.Timer(max(0.0, start_ns / 1e9 + total / 2 - time.monotonic()),
                                lambda: thread_cpus.update(_thread_cpus(proc.pid)))
@@ -241,25 +240,18 @@ def run(cfg: dict, path: str, sync: dict) -> None:
             proc.kill()
             proc.wait()
     rec = json.loads(Path(out_path).read_text())
-    from paam_experiments import case_study2 as cs2
 
     def rows(key: str, width: int) -> np.ndarray:
         return np.asarray(rec[key], dtype=np.int64).reshape(-1, width)
-    drops = sorted(rec["sub_drops"])
-    np.savez(path, hot=rows("hot", cs2._HOT_COLS),
-             bp_starts=np.zeros(0, dtype=np.int64),
-             published=np.asarray(rec["published"], dtype=np.int64),
-             excess=np.asarray(rec["excess"], dtype=np.float64),
-             sub_drop_keys=np.asarray(drops, dtype=str),
-             sub_drop_counts=np.asarray([rec["sub_drops"][k] for k in drops], dtype=np.int64),
-             gpu_wall=np.asarray(rec["gpu_wall"], dtype=np.float64),
-             gpu_stages=rows("gpu_stages", 1 + len(cs2._STAGES)),
-             rt=np.asarray([rt_note]),
-             thread_cpu_keys=np.asarray(list(thread_cpus), dtype=str),
-             thread_cpu_counts=np.asarray(list(thread_cpus.values()), dtype=np.int64),
-             gc_ns=np.zeros((0, 3), dtype=np.int64),
-             hot_calls=rows("calls", cs2._CALL_COLS),
-             switch_interval=np.float64(sys.getswitchinterval()),
-             mt_calls=np.zeros((0, threads_bd.CALL_COLS), dtype=np.int64))
+    records.ProcessRecord(
+        hot=rows("hot", records.HOT_COLS), bp_starts=np.zeros(0, dtype=np.int64),
+        published=np.asarray(rec["published"], dtype=np.int64),
+        excess=np.asarray(rec["excess"], dtype=np.float64),
+        sub_drops={k: int(v) for k, v in rec["sub_drops"].items()},
+        gpu_wall=np.asarray(rec["gpu_wall"], dtype=np.float64),
+        gpu_stages=rows("gpu_stages", 1 + len(records.STAGES)), rt=[rt_note],
+        thread_cpus=thread_cpus, gc_ns=np.zeros((0, 3), dtype=np.int64),
+        hot_calls=rows("calls", records.CALL_COLS), switch_interval=sys.getswitchinterval(),
+        mt_calls=np.zeros((0, threads.CALL_COLS), dtype=np.int64)).save(path)
     for p in (spec_path, out_path, err_path):
         os.unlink(p)

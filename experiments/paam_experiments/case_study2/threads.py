@@ -2,7 +2,7 @@
 
 In the shared MT PicasExecutor (``--mt-executor shared``) and ROS 2's MultiThreadedExecutor any
 of the four threads runs any callback, so the hot path's executor has no thread of its own to
-follow (``case_study2.executor_breakdown`` follows E0's thread in 4ST and partitioned MT). Here
+follow (:func:`.e0.executor_breakdown` follows E0's thread in 4ST and partitioned MT). Here
 every callback is on record instead (:data:`CALL_COLS`), with the thread that ran it and that
 thread's scheduler counters, and each instance's time from the later lidar timer's due time to
 the estimator's end is split by what the threads were doing:
@@ -33,8 +33,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from paam_experiments import common
+from paam_experiments.case_study2.records import RunResult, rows_by_start
 
-# one row per callback: start and end (ns, monotonic), node (case_study2.NODE_IDS), chain
+# one row per callback: start and end (ns, monotonic), node (graph.NODE_IDS), chain
 # priority, the thread's CPU and run-queue ns at the start and at the end (-1: no schedstat),
 # ns of CPU in the number cruncher's burn, ns of wall time, of CPU time and of waiting for a CPU
 # in accelerator requests, the thread's index
@@ -51,8 +52,7 @@ TIME_SPLIT = ("hot_ms", "held_ms", "blocked_ms", "idle_ms")
 
 def by_start(parts: list[np.ndarray]) -> np.ndarray:
     """The records of a run's processes as one array, by start."""
-    a = np.vstack(parts) if parts else np.zeros((0, CALL_COLS), dtype=np.int64)
-    return a[np.argsort(a[:, START], kind="stable")]
+    return rows_by_start(parts, CALL_COLS)
 
 
 def _previous_on_thread(calls: np.ndarray) -> np.ndarray:
@@ -84,17 +84,17 @@ def _occupancy(s: np.ndarray, e: np.ndarray, hot: np.ndarray, holds: np.ndarray,
             span[no_hot & (n_hold == 0) & (n_low >= threads)].sum() / 1e6)
 
 
-def thread_breakdown(r: dict, due: np.ndarray | None, hot_priority: int,
+def thread_breakdown(r: RunResult, due: np.ndarray | None, hot_priority: int,
                      hot_nodes: Iterable[int]) -> dict[str, np.ndarray] | None:
-    """Per hot-path instance, :data:`COLS` (see the module's text) from ``r["mt_calls_ns"]``
-    over [``due``, its end] (ns; ``case_study2.due_ns``), the callbacks at ``hot_priority`` or
+    """Per hot-path instance, :data:`COLS` (see the module's text) from ``r.mt_calls_ns``
+    over [``due``, its end] (ns; :func:`.kpis.due_ns`), the callbacks at ``hot_priority`` or
     above being the hot path's and ``hot_nodes`` its nodes (ids). NaN for instances the record
     does not cover or without a due time, and the counters' columns NaN without schedstat.
     None where there is no record (other setups, awaited segments)."""
-    calls = r.get("mt_calls_ns")
+    calls = r.mt_calls_ns
     if calls is None or not len(calls) or due is None:
         return None
-    ends, late = r["hot_end_ns"], r["lidar_late_ms"]
+    ends, late = r.hot_end_ns, r.lidar_late_ms
     starts, stops = calls[:, START], calls[:, END]
     hot = calls[:, PRIO] >= hot_priority
     holds = ~hot & np.isin(calls[:, NODE], list(hot_nodes))
