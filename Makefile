@@ -1,55 +1,120 @@
 # The two commands of the README:
 #   make demo   — set up everything, start paamd on the CPU backend and run the contention demo
-#   make test   — set up everything and run every test (C++ via CTest, Python via pytest)
-# Setup is idempotent: a virtual environment in .venv, the paam package installed into it.
+#   make test   — set up everything and run every test: the C++ suite (CTest) and the Python
+#                 suites (pytest), always both; a summary at the end gives each one's result, and
+#                 make fails if either failed
+# Setup is idempotent (stamps in .venv). Each step prints a numbered line with what it does and
+# about how long it takes the first time on a 2-core machine; pip and the C++ builds show their
+# progress, and the whole output of the quiet ones goes to build/logs. `make help` lists targets.
 
-VENV   ?= .venv
-PY     := $(VENV)/bin/python
-JOBS   ?= $(shell nproc)
+SHELL    := /bin/bash
+VENV     ?= .venv
+PY       := $(VENV)/bin/python
+PIP      := $(PY) -m pip --disable-pip-version-check
+JOBS     ?= $(shell nproc)
 CPPBUILD ?= build/cpp
+LOGS     ?= build/logs
+# What `make test` runs (narrow them to try the target itself, e.g.
+# PYTEST_ARGS=python/tests/test_cli.py CTEST_ARGS="-R Wire").
+CTEST_ARGS  ?=
+PYTEST_ARGS ?= python/tests experiments/tests
 
-.PHONY: setup install demo test test-cpp test-py bench clean
+.DEFAULT_GOAL := help
+.PHONY: help setup install demo test test-cpp test-py bench clean
+
+help:
+	@echo "make demo       set up .venv and run the contention demo (paamd against direct invocation)"
+	@echo "make test       set up everything (ROS 2 included) and run the C++ and the Python suites"
+	@echo "make test-cpp   only the C++ suite (CTest, build in $(CPPBUILD))"
+	@echo "make test-py    only the Python suites (pytest; ROS 2 set up first)"
+	@echo "make install    set up .venv with paam and the experiments annex"
+	@echo "make ros        add ROS 2 Jazzy, paam_msgs and the C++ executor to .venv"
+	@echo "make bench      paam bench overhead"
+	@echo "make clean      remove build/ and .venv"
+
+# Setup steps: 1-3 for paam itself (make demo, make install), 4-6 for ROS 2 (make test, make ros).
+SETUP_STEPS := $(if $(filter test test-py test-ros ros bench-ros,$(MAKECMDGOALS)),6,3)
+# $(call step,N,TEXT): the progress line of setup step N.
+step = @printf '\n[setup %s/%s] %s\n' '$(1)' '$(SETUP_STEPS)' '$(2)'
+# $(call logged,LOG,COMMAND,PATTERN): COMMAND with all its output in LOG; the lines matching
+# PATTERN (its progress) are shown as they come; on failure, the last 60 lines of LOG.
+logged = mkdir -p $(dir $(1)) && set -o pipefail && { $(2); } 2>&1 | tee $(1) | \
+  { grep --line-buffered -E '$(3)' || true; } || { echo "failed: the last lines of $(1):"; tail -n 60 $(1); exit 1; }
+
+# Said before anything runs, where the first run's setup is still to come.
+ifneq ($(filter demo,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(VENV)/.stamp),)
+$(info make demo: the first run sets up $(VENV) first (Python packages, then paam's C++ core \
+  built from source): 3 numbered steps, about 2 minutes on 2 cores with a fast network, then the \
+  demo itself (about 35 s). Later runs start the demo within seconds.)
+endif
+endif
+ifneq ($(filter test test-py test-ros ros,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(VENV)/.ros-stamp),)
+$(info make $(filter test test-py test-ros ros,$(MAKECMDGOALS)): the first run sets up $(VENV) with \
+  ROS 2 Jazzy and builds the C++ parts: 6 numbered steps, about 5 minutes on 2 cores with a fast \
+  network. The tests then take about 6-8 minutes (the C++ build and suite, then pytest).)
+endif
+endif
 
 $(VENV)/.stamp: scripts/requirements-dev.txt
 	@command -v cmake >/dev/null || { echo "cmake is missing: apt-get install cmake"; exit 1; }
+	$(call step,1,creating the virtual environment $(VENV) (seconds))
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r scripts/requirements-dev.txt
+	$(PIP) install --upgrade pip
+	$(call step,2,installing the build and test requirements into $(VENV) (~25 packages with their dependencies; under a minute))
+	$(PIP) install -r scripts/requirements-dev.txt
 	touch $@
 
 setup: $(VENV)/.stamp
 
+# pip's verbose output with only CMake's steps shown ("[12/40] Building CXX object ..."); all of it
+# in $(LOGS)/install.log.
 install: setup
-	$(PY) -m pip install -q --no-build-isolation .
-	$(PY) -m pip install -q --no-build-isolation --no-deps -e experiments
+	$(call step,3,building paam from source (C++ core + paamd + Python bindings: about 45 compile steps; 1-2 minutes the first time) and installing it with the experiments annex)
+	@$(call logged,$(LOGS)/install.log,$(PIP) install -v --no-build-isolation .,^ *\[[0-9]+/[0-9]+\]|^\*\*\* |^Successfully)
+	@$(call logged,$(LOGS)/install-experiments.log,$(PIP) install --no-build-isolation --no-deps -e experiments,^Successfully installed)
 
 demo: install
 	$(VENV)/bin/paam demo
 
 test-cpp:
-	cmake -S . -B $(CPPBUILD) -DPAAM_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@echo "[test-cpp] configuring $(CPPBUILD) (log: $(LOGS)/cmake-cpp.log)"
+	@$(call logged,$(LOGS)/cmake-cpp.log,cmake -S . -B $(CPPBUILD) -DPAAM_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo,^CMake (Warning|Error))
+	@echo "[test-cpp] building the core and its tests with $(JOBS) jobs (about 2 minutes the first time on 2 cores)"
 	cmake --build $(CPPBUILD) -j $(JOBS)
-	ctest --test-dir $(CPPBUILD) --output-on-failure -j 2
+	ctest --test-dir $(CPPBUILD) --output-on-failure -j 2 $(CTEST_ARGS)
 
 test-py: install
-	$(PY) -m pytest python/tests experiments/tests -v
+	$(PY) -m pytest $(PYTEST_ARGS) -v
 
-test: test-cpp test-py
+# Both suites, whatever the first one gives; each one's output also goes to $(LOGS)/test-*.log.
+test:
+	@mkdir -p $(LOGS); set -o pipefail; cpp=passed; py=passed; \
+	$(MAKE) --no-print-directory test-cpp 2>&1 | tee $(LOGS)/test-cpp.log || cpp=failed; \
+	$(MAKE) --no-print-directory test-py 2>&1 | tee $(LOGS)/test-py.log || py=failed; \
+	c=$$(grep -E 'tests passed, [0-9]+ tests failed' $(LOGS)/test-cpp.log | tail -n 1); \
+	p=$$(grep -E '^=+ .*[0-9]+ (passed|failed|error|errors|skipped)' $(LOGS)/test-py.log | tail -n 1 | sed -E 's/^=+ | =+$$//g'); \
+	echo; echo "make test: C++: $$cpp ($${c:-no CTest summary: see $(LOGS)/test-cpp.log}), Python: $$py ($${p:-no pytest summary: see $(LOGS)/test-py.log})"; \
+	[ $$cpp = passed ] && [ $$py = passed ]
 
 bench: install
 	$(VENV)/bin/paam bench overhead
 
-# --- ROS 2 (issue 5): Jazzy from PyPI into the same venv, then paam_msgs built with plain CMake
-# against that prefix (ros2/build_msgs.sh). About a minute on 2 cores; the stamp makes it once.
+# --- ROS 2: Jazzy from PyPI into the same venv, then paam_msgs built with plain CMake against that
+# prefix (ros2/build_msgs.sh). The stamp makes it once.
 .PHONY: ros test-ros bench-ros
 ROS_STAMP := $(VENV)/.ros-stamp
 $(ROS_STAMP): $(VENV)/.stamp scripts/requirements-ros.txt ros2/build_msgs.sh ros2/venv_cmake.sh $(wildcard ros2/paam_msgs/*.* ros2/paam_msgs/msg/* ros2/paam_msgs/srv/*)
-	$(PY) -m pip install -q -r scripts/requirements-ros.txt
+	$(call step,4,installing ROS 2 Jazzy from PyPI into $(VENV) (~115 wheels; under a minute with a fast network))
+	$(PIP) install --progress-bar off -r scripts/requirements-ros.txt
+	$(call step,5,building the paam_msgs interfaces with the ROS 2 generators (1-2 minutes))
 	ros2/build_msgs.sh $(VENV) build/paam_msgs
 	touch $@
 # Case study 2's C++ hot-path executor (ros2/picas_rcl: rcl and the core), into the venv's bin.
 CS2_EXECUTOR := $(VENV)/bin/paam_cs2_executor
 $(CS2_EXECUTOR): $(ROS_STAMP) ros2/build_executor.sh ros2/venv_cmake.sh $(wildcard ros2/picas_rcl/*) $(wildcard core/CMakeLists.txt core/include/paam/* core/src/*/* core/src/*/*/*)
+	$(call step,6,building the C++ executor on rcl (ros2/picas_rcl) and its test (1-2 minutes))
 	ros2/build_executor.sh $(VENV) build/picas_rcl
 	touch $@
 ros: $(ROS_STAMP) $(CS2_EXECUTOR)

@@ -4,6 +4,9 @@
 #
 #   venv_prefix VENV                          sets PREFIX, PY and the build environment
 #   venv_cmake NAME SOURCE BUILD [ARG...]     configures, builds, installs; log BUILD/NAME.log
+#
+# The build shows its progress (make's "[ 40%] Building ..." lines); everything else goes to the
+# log, whose end is shown when a step fails.
 
 venv_prefix() {
   PREFIX=$(cd "$1" && pwd)
@@ -14,7 +17,7 @@ venv_prefix() {
   libs="$PREFIX/lib"
   for d in "$site"/ros_*.libs; do [ -d "$d" ] && libs="$libs:$d"; done
   export AMENT_PREFIX_PATH="$PREFIX"
-  export CMAKE_PREFIX_PATH="$PREFIX"
+  export CMAKE_PREFIX_PATH="$PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"  # (and the caller's, e.g. a GoogleTest)
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$PREFIX/bin:$PATH"
 }
@@ -24,11 +27,18 @@ venv_cmake() {
   shift 3
   mkdir -p "$build"
   local log="$build/$name.log"
+  echo "$name: configuring $source in $build (log: $log)"
   cmake -S "$source" -B "$build" -Wno-dev \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$PREFIX" \
     -DPython3_EXECUTABLE="$PY" \
     -DPython3_FIND_STRATEGY=LOCATION "$@" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
-  cmake --build "$build" -j "$(nproc)" >>"$log" 2>&1 || { tail -50 "$log" >&2; return 1; }
+  echo "$name: building with $(nproc) jobs"
+  # (pipefail: the build's status, not grep's; grep finding nothing is no failure)
+  ( set -o pipefail
+    cmake --build "$build" -j "$(nproc)" 2>&1 | tee -a "$log" |
+      { grep --line-buffered -E '^\[ *[0-9]+%\] (Building|Generating|Linking)' || true; }
+  ) || { tail -50 "$log" >&2; return 1; }
+  echo "$name: installing into $PREFIX"
   cmake --install "$build" >>"$log" 2>&1 || { tail -20 "$log" >&2; return 1; }
 }

@@ -119,6 +119,13 @@ def _run_mode(mode: str, args: argparse.Namespace, socket: str | None) -> dict[s
     return results
 
 
+def _expected_seconds(duration: float) -> float:
+    """Roughly how long ``paam demo`` takes: per mode, the clients' start (the 2 s that
+    _run_mode gives them) and the run; paamd's start, the joins and the plot add a few seconds
+    (35 s for the default 12 s on a 2-core VM)."""
+    return 2 * (duration + 2.0) + 5.0
+
+
 def _stats(values: list[float]) -> tuple[float, float, float]:
     if not values:
         return (float("nan"),) * 3
@@ -141,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"paam demo: {len(CHAINS)} client processes share one {args.backend} device "
           f"(core {_device_cpu()} plays the device)" if args.backend == "cpu" else
           f"paam demo: {len(CHAINS)} client processes share one GPU")
+    print(f"two runs of {args.duration:g} s (through paamd, then direct invocation): about "
+          f"{_expected_seconds(args.duration):.0f} s in all")
     for ch in CHAINS:
         kind = f"every {ch.period_ms:.0f} ms" if ch.period_ms else "back to back"
         print(f"  {ch.name:<14} priority {ch.priority:>2}  {ch.kernel_ms:.0f} ms kernel {kind}")

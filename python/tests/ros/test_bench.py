@@ -35,12 +35,12 @@ def children():
 def test_a_line_already_read_with_an_earlier_one_is_not_missed(children):
     # Both lines arrive in one write: reading the first pulls the second out of the pipe too,
     # where a later select() on the pipe cannot see it.
+    # Missed, it would never be seen: the wait would end without it (SystemExit) when the child
+    # ends its output, 60 s later.
     p = children("import sys, time; sys.stdout.write('starting\\nready\\n'); sys.stdout.flush(); "
-                 "time.sleep(30)")
+                 "time.sleep(60)")
     assert _wait_line(p, "starting", 10) == "starting"
-    t0 = time.monotonic()
-    assert _wait_line(p, "ready", 5) == "ready"
-    assert time.monotonic() - t0 < 1
+    assert _wait_line(p, "ready", 30) == "ready"
 
 
 def test_a_line_split_across_reads_is_matched_whole(children):
@@ -61,10 +61,9 @@ def test_the_child_never_blocks_on_a_full_pipe_after_its_ready_line(children):
 
 def test_a_child_that_exits_without_the_line_fails_at_once_with_its_output(children):
     p = children("print('something else', flush=True)")
-    t0 = time.monotonic()
-    with pytest.raises(SystemExit, match="something else"):
-        _wait_line(p, "ready", 20)
-    assert time.monotonic() - t0 < 10
+    # at its end of output ("ended its output"), not after the timeout ("did not within")
+    with pytest.raises(SystemExit, match="ended its output.*something else"):
+        _wait_line(p, "ready", 60)
 
 
 def test_a_reader_keeps_to_its_own_pipe_after_its_descriptor_names_another(children):

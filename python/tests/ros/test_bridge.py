@@ -103,9 +103,9 @@ def test_remote_client_registers_requests_and_gets_results_through_the_bridge(br
         assert ts["device_end"] - ts["device_start"] >= 5_000_000
         assert ts["bridge_received"] <= ts["submitted"] <= ts["device_start"]
 
-        fut = c.submit("spin", duration_ms=20.0)
+        fut = c.submit("spin", duration_ms=300.0)  # (300 ms of device time: not done yet)
         assert not fut.done()
-        assert fut.result(timeout_sec=10) >= 20.0 and fut.done()
+        assert fut.result(timeout_sec=30) >= 300.0 and fut.done()
 
 
 def test_remote_errors_are_the_local_clients_errors(bridge):
@@ -140,24 +140,35 @@ def test_remote_errors_are_the_local_clients_errors(bridge):
 
 def test_bridge_submits_at_the_remote_chains_registered_priority(server, bridge):
     """With the device busy, a high-priority remote request queued after a low-priority one
-    still runs first: the bridge registered each remote chain at its own priority."""
+    still runs first: the bridge registered each remote chain at its own priority.
+
+    What is compared needs both remote requests waiting in paamd while a local blocker holds
+    its one bucket, low submitted before high. The stamps (one CLOCK_MONOTONIC) show whether a
+    round had that; a machine too slow for it gets a longer blocker and another round."""
     from paam.ros import RemoteClient
 
     blocker = paam.Client(priority=1, kernels=["spin"], socket=server.socket_path)
     low = RemoteClient(priority=2, kernels=["spin"], bridge=bridge, connect_timeout_sec=20)
     high = RemoteClient(priority=9, kernels=["spin"], bridge=bridge, connect_timeout_sec=20)
+    rounds = []
     try:
-        busy = blocker.submit("spin", duration_ms=400.0)
-        time.sleep(0.05)
-        f_low = low.submit("spin", duration_ms=30.0)
-        time.sleep(0.1)  # the low request is queued in paamd before the high one arrives
-        f_high = high.submit("spin", duration_ms=30.0)
-        busy.result(timeout_sec=10)
-        f_low.result(timeout_sec=10)
-        f_high.result(timeout_sec=10)
-        assert (high.last_timestamps["submitted"] > low.last_timestamps["submitted"]), \
-            "the test needs the low request submitted first"
-        assert high.last_timestamps["device_start"] < low.last_timestamps["device_start"]
+        for block_ms in (500.0, 2000.0, 8000.0):
+            busy = blocker.submit("spin", duration_ms=block_ms)
+            time.sleep(0.05)
+            f_low = low.submit("spin", duration_ms=30.0)
+            time.sleep(block_ms / 5000)  # the low request gets to paamd before the high one
+            f_high = high.submit("spin", duration_ms=30.0)
+            for f in (busy, f_low, f_high):
+                f.result(timeout_sec=60)
+            freed = blocker.last_timestamps["device_end"]
+            lo, hi = low.last_timestamps, high.last_timestamps
+            rounds.append((block_ms, lo["submitted"], hi["submitted"], freed))
+            # both queued: low first, and high 50 ms (a wide margin for paamd to see it) before
+            # the device was free
+            if lo["submitted"] < hi["submitted"] < freed - 50_000_000:
+                assert hi["device_start"] < lo["device_start"], rounds
+                return
+        pytest.fail(f"no round had both requests queued behind the blocker: {rounds}")
     finally:
         low.close()
         high.close()
@@ -179,14 +190,15 @@ sys.stdin.read()
 def test_bridge_reaps_a_remote_client_that_vanishes_and_keeps_serving(server, procs):
     from paam.ros import RemoteClient
 
-    name = _start_bridge(procs, server.socket_path, "--lease", "1.0").bridge_name
+    # (a lease that a busy machine's heartbeats keep: only the killed client is silent)
+    name = _start_bridge(procs, server.socket_path, "--lease", "2.0").bridge_name
     status = StatusWatcher(name)
     try:
         victim = procs.python(VANISHING_CLIENT, name)
         procs.readline_until(victim, "REGISTERED", 30)
-        status.wait(lambda m: m.remote_clients == 1, 10)
+        status.wait(lambda m: m.remote_clients == 1, 30)
         procs.kill(victim, signal.SIGKILL)
-        last = status.wait(lambda m: m.remote_clients == 0, 10)
+        last = status.wait(lambda m: m.remote_clients == 0, 30)
         assert last.clients_reaped == 1 and last.server_reachable
     finally:
         status.close()
@@ -202,7 +214,7 @@ def test_no_bridge_is_a_clear_error_within_the_timeout():
     with pytest.raises(paam.ServerNotRunning, match="no paam bridge 'nobody_here'") as info:
         RemoteClient(priority=1, kernels=["spin"], bridge="nobody_here", connect_timeout_sec=1.5)
     assert isinstance(info.value, BridgeNotRunning)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 20  # no hang: the 1.5 s timeout holds (a generous bound)
 
 
 def test_no_server_behind_the_bridge_is_server_not_running(procs, tmp_path):
@@ -232,9 +244,9 @@ def test_a_bridge_that_dies_mid_request_is_server_died_not_a_hang(server, procs)
         time.sleep(0.2)
         procs.kill(p, signal.SIGKILL)
         t0 = time.monotonic()
-        with pytest.raises(paam.ServerDied, match="silent"):
-            fut.result(timeout_sec=30)
-        assert time.monotonic() - t0 < 10
+        with pytest.raises(paam.ServerDied, match="silent"):  # not PaamTimeout: no hang
+            fut.result(timeout_sec=60)
+        assert time.monotonic() - t0 < 30  # bridge_timeout_sec is 2 s (a generous bound)
     finally:
         c.close()
 
@@ -244,12 +256,14 @@ RETIRED = "the bridge retired this client: its heartbeats stopped for longer tha
 
 def test_a_live_client_the_bridge_retired_gets_a_clear_error_not_a_hang(server, procs):
     """A client whose heartbeats paused past the lease (process alive) is retired by the bridge;
-    the bridge tells it so, and its pending and new requests raise ClientRetired (a ServerDied)
-    promptly, not PaamTimeout after the caller's timeout, nor a hang without one."""
+    the bridge tells it so, and its pending and new requests raise ClientRetired (a ServerDied),
+    not PaamTimeout after the caller's timeout, nor a hang without one."""
     from paam.ros import RemoteClient
     from paam.ros.remote import ClientRetired
 
-    p = _start_bridge(procs, server.socket_path, "--lease", "0.6")
+    # A lease that a busy machine's heartbeats keep until they are paused, and a pending kernel
+    # that outlasts it (and the reaper's period) several times over: the notice comes first.
+    p = _start_bridge(procs, server.socket_path, "--lease", "1.5")
     busy = RemoteClient(priority=4, kernels=["spin"], bridge=p.bridge_name,
                         connect_timeout_sec=20)
     idle = RemoteClient(priority=5, kernels=["spin"], bridge=p.bridge_name,
@@ -257,34 +271,29 @@ def test_a_live_client_the_bridge_retired_gets_a_clear_error_not_a_hang(server, 
     try:
         assert busy.request("spin", duration_ms=1.0) >= 1.0
         assert idle.request("spin", duration_ms=1.0) >= 1.0
-        pending = busy.submit("spin", duration_ms=3000.0)
+        pending = busy.submit("spin", duration_ms=8000.0)
         for c in (busy, idle):
             c._hb_timer.cancel()   # the processes live on; their heartbeats pause
-        paused = time.monotonic()
         ids, retired = {busy.client_id, idle.client_id}, set()
 
         def both_retired(text: str) -> bool:
             retired.update(i for i in ids if f"client {i} " in text and "retired" in text)
             return retired == ids
-        assert read_line_until(p, both_retired, 15) is not None, p.seen_lines
-        time.sleep(max(0.0, 1.5 - (time.monotonic() - paused)))
+        assert read_line_until(p, both_retired, 60) is not None, p.seen_lines
         for c in (busy, idle):
             c._hb_timer.reset()    # heartbeats resume: the bridge no longer knows the id
 
-        t0 = time.monotonic()
+        # ClientRetired, not PaamTimeout: the notice ended the wait, not the timeout
         with pytest.raises(paam.ServerDied, match=RETIRED) as info:
-            pending.result(timeout_sec=10)
+            pending.result(timeout_sec=60)
         assert isinstance(info.value, ClientRetired) and info.value.code == "client_retired"
-        assert time.monotonic() - t0 < 3
-        t0 = time.monotonic()
         with pytest.raises(ClientRetired, match=RETIRED):
-            idle.request("spin", duration_ms=1.0, timeout_sec=4)
-        assert time.monotonic() - t0 < 3
+            idle.request("spin", duration_ms=1.0, timeout_sec=60)
         for c in (busy, idle):
             t0 = time.monotonic()
             with pytest.raises(ClientRetired, match=RETIRED):
                 c.request("spin", duration_ms=1.0)   # no timeout: raises at once, no hang
-            assert time.monotonic() - t0 < 1
+            assert time.monotonic() - t0 < 10  # (a generous bound: it does not wait at all)
             assert c.retired and not c.closed
     finally:
         busy.close()
@@ -311,11 +320,10 @@ def test_a_restarted_bridge_tells_an_old_client_it_is_not_registered(server, pro
         assert c.request("spin", duration_ms=1.0) >= 1.0
         procs.kill(first, signal.SIGKILL)
         second = _start_bridge(procs, server.socket_path, name=name)
-        t0 = time.monotonic()
+        # ClientRetired, not PaamTimeout: the new bridge's notice ended the wait
         with pytest.raises(ClientRetired, match="no registration"):
-            c.request("spin", duration_ms=1.0, timeout_sec=20)
-        assert time.monotonic() - t0 < 10
-        assert read_line_until(second, lambda t: f"unknown client {c.client_id}" in t, 5)
+            c.request("spin", duration_ms=1.0, timeout_sec=60)
+        assert read_line_until(second, lambda t: f"unknown client {c.client_id}" in t, 30)
     finally:
         c.close()
 

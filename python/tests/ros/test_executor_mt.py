@@ -52,7 +52,7 @@ def test_callbacks_of_different_groups_run_at_the_same_time_on_different_threads
     nodes = [_node(ros_context, f"par{i}") for i in range(2)]
     executor = _executor(ros_context, 2, callback_priority=by_priority)
     for i, n in enumerate(nodes):
-        _once(n, 0.3, spans, f"t{i}")
+        _once(n, 1.0, spans, f"t{i}")  # (long: the second thread may start late on a busy machine)
         executor.add_node(n)
     done = threading.Event()
     threading.Thread(target=lambda: (time.sleep(0.05), _wait_len(spans, 2, 10),
@@ -68,8 +68,13 @@ def test_callbacks_of_different_groups_run_at_the_same_time_on_different_threads
 
 
 def _wait_len(seq, n: int, timeout: float) -> None:
+    _wait_len_of(lambda: len(seq), n, timeout)
+
+
+def _wait_len_of(count, n: int, timeout: float) -> None:
+    """Until ``count()`` reaches ``n`` or ``timeout`` passed."""
     deadline = time.monotonic() + timeout
-    while len(seq) < n and time.monotonic() < deadline:
+    while count() < n and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -124,7 +129,7 @@ def test_a_freed_thread_runs_the_highest_priority_ready_callback_first(ros_conte
         guards[p] = gnode.create_guard_condition(make_guard(p))
     spans: list = []
     short = _once(b1, 0.25, spans, "short")
-    long_ = _once(b2, 0.8, spans, "long")
+    long_ = _once(b2, 2.0, spans, "long")
     executor = _executor(ros_context, 2)
     for n in (b1, b2, gnode):
         executor.add_node(n)
@@ -179,9 +184,9 @@ def test_shutdown_from_another_thread_ends_spin_and_its_threads(ros_context):
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
-    time.sleep(0.3)
-    assert executor.shutdown(timeout_sec=5)
-    spinner.join(5)
+    _wait_len_of(lambda: ticks[0], 5, 20)  # spinning: the timer has run 5 times
+    assert executor.shutdown(timeout_sec=20)
+    spinner.join(20)
     assert not spinner.is_alive()
     assert not [t for t in threading.enumerate() if t.name.startswith("picas-mt-")]
     assert ticks[0] >= 5
@@ -258,7 +263,10 @@ def test_a_coroutine_awaiting_an_accelerator_request_resumes_on_any_thread(ros_c
                       callback_group=_reentrant())
     executor = _executor(ros_context, 2)
     executor.add_node(node)
-    threading.Timer(0.3, request.event.set).start()
+    # done once the callback waits and 5 ticks ran meanwhile (or 20 s passed)
+    threading.Thread(target=lambda: (_wait_len(events, 1, 20),
+                                     _wait_len_of(lambda: ticks[0], 5, 20),
+                                     request.event.set()), daemon=True).start()
     done = threading.Event()
     threading.Thread(target=lambda: (_wait_len(events, 2, 10), done.set()), daemon=True).start()
     _spin_until(executor, done)
@@ -281,20 +289,27 @@ def test_bad_thread_counts_and_cpu_lists_are_refused(ros_context):
 
 def _blocked_pair_and_urgent(ros_context, mode: str):
     """Two low callbacks (priority 0, two groups) that each hold their thread until the urgent
-    one (priority 10, ready 0.15 s in) has run, or 1.5 s; two threads. Returns the low spans,
-    the urgent one's (start, thread) and the time it became ready."""
+    one (priority 10) has run, or ``hold`` seconds; two threads. The urgent one becomes ready
+    once every thread that may take a low callback holds one (both without floors, the one
+    without a floor else). Returns the low spans (start, end, thread, released by the urgent
+    one), the urgent one's (start, thread) and the time it became ready."""
     lows = [_node(ros_context, f"low{i}") for i in range(2)]
     unode = _node(ros_context, "urgent")
     release = threading.Event()
     spans: list = []
     urgent: list = []
+    started = [0]
+    # Without floors the hold is what the urgent callback waits for; with one, a release long
+    # before the hold ends shows it did not wait (a busy machine's delays stay far below it).
+    hold = 1.5 if mode == "none" else 20.0
 
     def low_cb(i):
         def cb():
             timers[i].cancel()
             start = time.monotonic()
-            release.wait(1.5)
-            spans.append((start, time.monotonic(), threading.current_thread().name))
+            started[0] += 1
+            released = release.wait(hold)
+            spans.append((start, time.monotonic(), threading.current_thread().name, released))
         return cb
     timers = [n.create_timer(0.01, low_cb(i)) for i, n in enumerate(lows)]
 
@@ -310,11 +325,12 @@ def _blocked_pair_and_urgent(ros_context, mode: str):
     ready_at: list = []
 
     def trigger_later():
-        time.sleep(0.15)
+        _wait_len_of(lambda: started[0], 2 if mode == "none" else 1, 20)
+        time.sleep(0.05)
         ready_at.append(time.monotonic())
         guard.trigger()
     threading.Thread(target=trigger_later, daemon=True).start()
-    end = time.monotonic() + 3.0
+    end = time.monotonic() + 60
     if mode == "set_thread_floor":  # two threads of the caller's, as case study 2 spins them
         def spin(floor):
             executor.set_thread_floor(floor)
@@ -328,9 +344,9 @@ def _blocked_pair_and_urgent(ros_context, mode: str):
             t.join()
     else:
         done = threading.Event()
-        threading.Thread(target=lambda: (_wait_len(spans, 2, 3.0), done.set()),
+        threading.Thread(target=lambda: (_wait_len(spans, 2, 60), done.set()),
                          daemon=True).start()
-        _spin_until(executor, done)
+        _spin_until(executor, done, 60)
     executor.shutdown()
     for n in (*lows, unode):
         n.destroy_node()
@@ -341,20 +357,25 @@ def _blocked_pair_and_urgent(ros_context, mode: str):
 def test_a_thread_with_a_priority_floor_stays_free_for_the_callbacks_it_covers(ros_context,
                                                                                 mode):
     """Without floors both threads hold low callbacks and the urgent one waits for the first to
-    end (1.5 s); with thread 1's floor at its priority it runs at once there, and no low
-    callback ever runs on that thread."""
+    end (its 1.5 s hold); with thread 1's floor at its priority it runs there while the low
+    callback still holds the other thread, and no low callback ever runs on that thread."""
     spans, urgent, ready_at = _blocked_pair_and_urgent(ros_context, mode)
     assert len(spans) == 2 and len(urgent) == 1, (spans, urgent)
     start, thread = urgent[0]
+    first_end = min(e for _s, e, _th, _r in spans)
     floor_thread = {"floors": "picas-mt-1", "set_thread_floor": "own-1"}.get(mode)
     if mode == "none":
-        assert start - ready_at > 1.0, "both threads were held: the urgent callback must wait"
+        # both threads were held: the urgent callback waited for one to end its hold
+        assert start >= first_end and not any(r for _s, e, _th, r in spans if e == first_end), \
+            (spans, urgent)
         return
-    assert start - ready_at < 0.5, f"the urgent callback waited {start - ready_at:.3f} s"
+    # it ran while the first low callback held its thread, and released it (no 20 s hold)
+    assert ready_at <= start < first_end, (spans, urgent, ready_at)
+    assert [r for _s, _e, _th, r in sorted(spans)][0], spans
     assert thread == floor_thread
-    assert all(th != floor_thread for _s, _e, th in spans), spans
+    assert all(th != floor_thread for _s, _e, th, _r in spans), spans
     # the two low callbacks ran one after the other, on the thread without a floor
-    (s0, e0, _), (s1, e1, _) = sorted(spans)
+    (s0, e0, _, _), (s1, e1, _, _) = sorted(spans)
     assert s1 >= e0 - 1e-3
 
 
@@ -369,8 +390,10 @@ def test_low_callbacks_keep_running_while_a_thread_with_a_floor_waits_for_work(r
     executor = _executor(ros_context, 2, priority_floors=[None, 10])
     executor.add_node(node)
     done = threading.Event()
-    threading.Thread(target=lambda: (time.sleep(0.8), done.set()), daemon=True).start()
-    _spin_until(executor, done)  # (no timeout inside: each wait may last for ever)
+    # 20 runs of a 20 ms timer: 0.4 s when nothing stalls it; 20 s at most
+    threading.Thread(target=lambda: (time.sleep(0.8), _wait_len(runs, 20, 20), done.set()),
+                     daemon=True).start()
+    _spin_until(executor, done, 30)  # (no timeout inside: each wait may last for ever)
     executor.shutdown()
     node.destroy_node()
     assert len(runs) >= 20, len(runs)
