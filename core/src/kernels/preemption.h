@@ -6,7 +6,7 @@
 // up to 50 ms of every second ahead of the SCHED_FIFO buckets' workers. So a long CPU kernel
 // calls CpuPreemptionPoint() about every kCpuPreemptionSliceNs of its CPU time, and the CPU
 // backend installs a hook for the worker thread that runs it, which parks the kernel while a
-// more urgent level runs one (docs/evaluation-log.md, case study 1 on the VM, fifteenth session).
+// more urgent level runs one.
 //
 // Thread safety: the hook is the calling thread's own (thread_local).
 #pragma once
