@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The evaluation (issue 6) on the GPU machine: no network, Python 3.12, SCHED_FIFO denied.
+# The paper's experiments (paam eval) on the GPU machine: no network, Python 3.12, SCHED_FIFO denied.
 # Installs ROS 2 Jazzy from the wheels packed in .whl-xz (scripts/fetch_ros_wheels.sh, run where
 # there is network; carry .whl-xz with the call; an unpacked .whl/ works too), builds paam_msgs
 # and paam (CUDA backend) into that Python, then runs the experiments named in $EXPERIMENTS into $OUT/eval/<experiment>/. Setup is skipped
@@ -9,12 +9,10 @@
 #
 # Per-experiment arguments: $ARGS_<experiment with - as _>, e.g. ARGS_case_study_1="--duration 120".
 # TARBALL=<file> packs $OUT/eval into one .tgz at the end: the lent machines may leave nested
-# result folders out of what comes back (a 2026-11-23 run lost its CSV files that way).
+# result folders out of what comes back.
 #
-# The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit:
-# commit raw results as xz (`xz -9`, e.g. hot_path.csv.xz; Python reads them with lzma.open, pandas
-# as they are), and large per-request series not at all (docs/results keeps what fits; on
-# 2026-11-24 the tracked tree was ≈ 47 MB after the csv.gz files were recompressed as xz).
+# The checkout travels to the GPU machine together with .whl-xz (≈ 9 MB) under a 64 MiB limit;
+# raw results stay out of git (docs/results keeps one small summary per experiment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
@@ -50,6 +48,8 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
   echo "== setup took $(( $(date +%s) - t0 )) s"
 fi
+# The experiments annex runs from the checkout (no wheel to build, no network needed).
+export PYTHONPATH="$PWD/experiments${PYTHONPATH:+:$PYTHONPATH}"
 PAAM=("$PY" -c 'import sys; from paam.cli import main; sys.exit(main())')
 
 for exp in $EXPERIMENTS; do
