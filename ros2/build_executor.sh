@@ -2,7 +2,8 @@
 # Builds ros2/picas_rcl (PiCAS's executor on rcl, case study 2's C++ hot-path executor
 # paam_cs2_executor, and the executor's test) with plain CMake against the ROS 2 Jazzy prefix pip
 # installed into a virtual environment, and installs paam_cs2_executor into that venv's bin; the
-# test stays at BUILD_DIR/picas_executor_test (python/tests/ros/test_picas_rcl.py runs it). Needs
+# test stays at BUILD_DIR/picas_executor_test (python/tests/ros/test_picas_rcl.py runs it; built
+# where GoogleTest is found: the system's, or one named in $CMAKE_PREFIX_PATH). Needs
 # scripts/requirements-ros.txt installed there. Usage: ros2/build_executor.sh VENV [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,9 @@ venv_prefix "$VENV"
   exit 1
 }
 venv_cmake build_executor ros2/picas_rcl "$BUILD"
-[ -x "$BUILD/picas_executor_test" ] || { echo "build_executor: no $BUILD/picas_executor_test" >&2; exit 1; }
-echo "paam_cs2_executor installed into $PREFIX/bin; the executor's test is $BUILD/picas_executor_test"
+if [ -x "$BUILD/picas_executor_test" ]; then
+  echo "paam_cs2_executor installed into $PREFIX/bin; the executor's test is $BUILD/picas_executor_test"
+else
+  # (GoogleTest not found: a machine without libgtest-dev; CMAKE_PREFIX_PATH may name one)
+  echo "paam_cs2_executor installed into $PREFIX/bin; the executor's test was not built (no GoogleTest)" >&2
+fi

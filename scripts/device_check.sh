@@ -3,9 +3,12 @@
 # denied): sets up ROS 2 and paam (CUDA backend) through scripts/device_eval.sh, builds
 # GoogleTest from the sources carried in .dev/googletest, then runs every C++ test (the CUDA
 # ones one at a time, after the rest) and the GPU and ROS 2 pytest suites. Logs go to $OUT.
-# Carry .whl-xz and .dev with the call. Make .dev here, without GoogleTest's own tests, samples
-# and docs (1.6 MB; a call carries at most 64 MiB):
+# Carry .whl-xz, .dev and build/third_party with the call. Make .dev here, without GoogleTest's
+# own tests, samples and docs (1.6 MB; a call carries at most 64 MiB):
 #   mkdir -p .dev && cp -r /usr/src/googletest .dev/ && rm -rf .dev/googletest/*/{test,samples,docs}
+# and build/third_party (CLI11 and nlohmann-json headers, 1.4 MB; the machine has no packages
+# of them) with scripts/vendor_headers.sh. Every C++ build here (paam, the C++ executor, the
+# tests) takes them from there.
 #
 #   OUT=/some/dir scripts/device_check.sh
 set -uo pipefail
@@ -13,6 +16,11 @@ cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-results/device}
 mkdir -p "$OUT"
+third_party=()
+if [ -d build/third_party/include ]; then
+  export PAAM_THIRD_PARTY_INCLUDE=$PWD/build/third_party/include  # (pip's and ros2/'s builds)
+  third_party=(-DPAAM_THIRD_PARTY_INCLUDE="$PAAM_THIRD_PARTY_INCLUDE")
+fi
 EXPERIMENTS="" OUT="$OUT" scripts/device_eval.sh || { echo "device_check: setup failed"; exit 1; }
 
 t0=$(date +%s)
@@ -22,9 +30,13 @@ if [ ! -f /tmp/gtest/lib/cmake/GTest/GTestConfig.cmake ] && [ ! -f /tmp/gtest/li
   cmake --build build/gtest-device -j "$(nproc)" >/dev/null &&
   cmake --install build/gtest-device >/dev/null || { echo "device_check: googletest build failed"; exit 1; }
 fi
-cmake -S . -B build/cpp-device -DPAAM_BUILD_TESTS=ON -DPAAM_WITH_CUDA=ON \
+cmake -S . -B build/cpp-device -DPAAM_BUILD_TESTS=ON -DPAAM_WITH_CUDA=ON "${third_party[@]}" \
   -DCMAKE_PREFIX_PATH=/tmp/gtest -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/cmake.log" 2>&1 &&
 cmake --build build/cpp-device -j "$(nproc)" >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+# The C++ executor's GoogleTest program: the set-up built ros2/picas_rcl before GoogleTest was
+# there; built now against the one just installed (the rest is up to date)
+CMAKE_PREFIX_PATH=/tmp/gtest ros2/build_executor.sh "$(python3 -c 'import sys; print(sys.prefix)')" \
+  build/picas_rcl-device >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 echo "== C++ build took $(( $(date +%s) - t0 )) s"
 
 rc=0

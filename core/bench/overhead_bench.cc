@@ -10,12 +10,15 @@
 // from Submit to the client being back with the result. `paam bench overhead`
 // runs this for every wait mode and payload and renders the table, JSON and plot.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/realtime.h"
 #include "paam/client.h"
@@ -27,19 +30,21 @@ struct Series {
   std::vector<uint64_t> v;
 };
 
-void PrintStats(const Series& s, bool last) {
+double Round3(double x) { return std::round(x * 1000.0) / 1000.0; }
+
+// One stage's percentiles, in microseconds to the nanosecond.
+nlohmann::ordered_json Stats(const Series& s) {
   std::vector<uint64_t> v = s.v;
   std::sort(v.begin(), v.end());
   auto pct = [&](double p) {
     size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
-    return static_cast<double>(v[std::min(i, v.size() - 1)]) / 1000.0;
+    return Round3(static_cast<double>(v[std::min(i, v.size() - 1)]) / 1000.0);
   };
   double sum = 0;
   for (uint64_t x : v) sum += static_cast<double>(x);
-  std::printf("    \"%s\": {\"min_us\": %.3f, \"mean_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f, "
-              "\"p999_us\": %.3f, \"max_us\": %.3f}%s\n",
-              s.name, pct(0), sum / static_cast<double>(v.size()) / 1000.0, pct(50), pct(99), pct(99.9), pct(100),
-              last ? "" : ",");
+  return {{"min_us", pct(0)},   {"mean_us", Round3(sum / static_cast<double>(v.size()) / 1000.0)},
+          {"p50_us", pct(50)},  {"p99_us", pct(99)},
+          {"p999_us", pct(99.9)}, {"max_us", pct(100)}};
 }
 
 }  // namespace
@@ -48,22 +53,28 @@ int main(int argc, char** argv) {
   std::string socket, wait = "spin";
   uint64_t payload = 8, requests = 100000, warmup = 2000;
   int cpu = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--socket") socket = argv[i + 1];
-    else if (a == "--wait") wait = argv[i + 1];
-    else if (a == "--payload") payload = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--requests") requests = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--warmup") warmup = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--cpu") cpu = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app("Round trip of `noop` requests through a running paamd; prints one JSON object\n"
+               "(per-request round trip and per-stage percentiles).",
+               "paam_overhead_bench");
+  paam::cli::Setup(app);
+  app.add_option("--socket", socket, "paamd's socket (default: the client's default)")->type_name("PATH");
+  app.add_option("--wait", wait, "how the client waits for its result (default: spin)")
+      ->type_name("spin|suspend|hybrid")
+      ->check(CLI::IsMember({"spin", "suspend", "hybrid"}).description(""));
+  app.add_option("--payload", payload, "input and output bytes per request (default: 8)")
+      ->type_name("BYTES")
+      ->check(paam::cli::AtLeast(0));
+  app.add_option("--requests", requests, "requests measured (default: 100000)")
+      ->type_name("N")
+      ->check(paam::cli::AtLeast(1));
+  app.add_option("--warmup", warmup, "requests before those, not measured (default: 2000)")
+      ->type_name("N")
+      ->check(paam::cli::AtLeast(0));
+  app.add_option("--cpu", cpu, "pin the client to this CPU (default: -1, not pinned)")->type_name("N");
+  paam::cli::ParseOrExit(app, argc, argv, 2);
   auto mode = paam::ParseWaitMode(wait);
-  if (!mode || requests == 0) {
-    std::fprintf(stderr, "usage: paam_overhead_bench --socket PATH --wait spin|suspend|hybrid --payload N --requests N\n");
+  if (!mode) {
+    std::fprintf(stderr, "paam_overhead_bench: unknown wait mode '%s'\n", wait.c_str());
     return 2;
   }
   std::string note = paam::PinThisThread(cpu);
@@ -106,10 +117,9 @@ int main(int argc, char** argv) {
     series[6].v.push_back(t.woken - t.completed);
     series[7].v.push_back(t0 - w0);
   }
-  std::printf("{\n  \"wait\": \"%s\", \"payload_bytes\": %llu, \"requests\": %llu, \"pin_note\": \"%s\",\n  \"stages\": {\n",
-              wait.c_str(), static_cast<unsigned long long>(payload), static_cast<unsigned long long>(requests),
-              note.c_str());
-  for (size_t i = 0; i < series.size(); ++i) PrintStats(series[i], i + 1 == series.size());
-  std::printf("  }\n}\n");
+  nlohmann::ordered_json out = {{"wait", wait}, {"payload_bytes", payload}, {"requests", requests}, {"pin_note", note}};
+  nlohmann::ordered_json& stages = out["stages"];
+  for (const Series& s : series) stages[s.name] = Stats(s);
+  std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

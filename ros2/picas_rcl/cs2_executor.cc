@@ -624,12 +624,15 @@ class Graph {
 // ---------------------------------------------------------------------------------- output
 
 void WriteRecords(const std::string& path, const Records& r, uint64_t picks, uint64_t empty) {
-  const nlohmann::ordered_json records = {
-      {"hot", r.hot},         {"calls", r.calls},
-      {"gpu_stages", r.gpu_stages}, {"excess", r.excess},
-      {"gpu_wall", r.gpu_wall}, {"published", {r.published[0], r.published[1]}},
-      {"sub_drops", r.sub_drops}, {"picks", picks},
-      {"empty_takes", empty}};
+  const nlohmann::ordered_json records = {{"hot", r.hot},
+                                          {"calls", r.calls},
+                                          {"gpu_stages", r.gpu_stages},
+                                          {"excess", r.excess},
+                                          {"gpu_wall", r.gpu_wall},
+                                          {"published", {r.published[0], r.published[1]}},
+                                          {"sub_drops", r.sub_drops},
+                                          {"picks", picks},
+                                          {"empty_takes", empty}};
   std::ofstream o(path + ".tmp");
   o << records.dump() << "\n";
   o.close();
@@ -644,7 +647,7 @@ int Main(int argc, char** argv) {
                "says (written by paam eval case-study-2 --e0-executor cpp).",
                "paam_cs2_executor");
   paam::cli::Setup(app);
-  app.add_option("SPEC", spec_path, "the spec file")->required();
+  app.add_option("SPEC", spec_path, "the spec file")->type_name("")->required();
   paam::cli::ParseOrExit(app, argc, argv, 2);
   const Spec spec = ReadSpec(spec_path);
 

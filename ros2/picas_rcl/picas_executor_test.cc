@@ -1,6 +1,6 @@
 // picas_executor_test — paam_ros::PicasExecutor's semantics (picas_executor.h), checked with real
 // rcl entities in one process: one context, one node, std_msgs/Int64MultiArray topics (each a
-// publisher and a subscription of its own), timers on the steady clock.
+// publisher and a subscription of its own), timers on the steady clock. GoogleTest.
 //
 // The checks do not rely on DDS delivering in time: before a spin, each case publishes and then
 // waits, on a wait set of its own, until every subscription it expects ready is ready (and every
@@ -9,10 +9,9 @@
 // callbacks ran (the executor keeps its pending work across SpinUntil calls), then one slice
 // more to see that nothing else runs.
 //
-// Usage: picas_executor_test   (ROS 2's libraries on LD_LIBRARY_PATH: python/tests/ros/
-// test_picas_rcl.py runs it so). Prints "FAIL [CASE] what" on stderr for each failed check,
-// "ok CASE" or "FAIL CASE" on stdout for each case, then a summary; exit status 0 when every
-// check passed, 1 otherwise (also after 60 s: a hang, named by its case).
+// Usage: picas_executor_test [GoogleTest flags]   (ROS 2's libraries on LD_LIBRARY_PATH:
+// python/tests/ros/test_picas_rcl.py runs it so). Exit status 0 when every case passed, 1
+// otherwise (also after 60 s: a hang, named by its case on stderr).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <rcl/rcl.h>
 #include <rosidl_typesupport_cpp/message_type_support.hpp>
 #include <std_msgs/msg/int64_multi_array.hpp>
@@ -47,33 +47,15 @@ constexpr int kWatchdogS = 60;
 
 // ------------------------------------------------------------------------------ reporting
 
-std::string g_case;
 const char* volatile g_case_name = "set-up";  // (the watchdog's: a signal handler reads it)
-int g_failures = 0;      // checks failed in all cases
-int g_case_failures = 0; // in the current one
 
-void Fail(const std::string& what) {
-  ++g_failures;
-  ++g_case_failures;
-  std::fprintf(stderr, "FAIL [%s] %s\n", g_case.c_str(), what.c_str());
-  std::fflush(stderr);
-}
-
-#define EXPECT(cond, detail)                                                             \
-  do {                                                                                   \
-    if (!(cond)) Fail(std::string(#cond) + " (line " + std::to_string(__LINE__) + "): " + \
-                      std::string(detail));                                              \
-  } while (0)
+// The running case's name: the prefix of its topics' names.
+std::string CaseName() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
   return s + "]";
-}
-
-// "expected [..], ran [..]" for an order check.
-std::string Orders(const std::vector<std::string>& want, const std::vector<std::string>& got) {
-  return "expected " + Join(want) + ", ran " + Join(got);
 }
 
 std::string Ms(int64_t ns) { return std::to_string(static_cast<double>(ns) / kMs) + " ms"; }
@@ -146,11 +128,11 @@ struct Topic {
     const auto* ts = rosidl_typesupport_cpp::get_message_type_support_handle<Msg>();
     rcl_publisher_options_t po = rcl_publisher_get_default_options();
     po.qos = q;
-    Check(rcl_publisher_init(&pub, &ros.node, ts, (g_case + "_" + name).c_str(), &po),
+    Check(rcl_publisher_init(&pub, &ros.node, ts, (CaseName() + "_" + name).c_str(), &po),
           "rcl_publisher_init");
     rcl_subscription_options_t so = rcl_subscription_get_default_options();
     so.qos = q;
-    Check(rcl_subscription_init(&sub, &ros.node, ts, (g_case + "_" + name).c_str(), &so),
+    Check(rcl_subscription_init(&sub, &ros.node, ts, (CaseName() + "_" + name).c_str(), &so),
           "rcl_subscription_init");
     const int64_t deadline = MonotonicNs() + kReadyTimeoutNs;
     for (;;) {
@@ -237,8 +219,8 @@ struct Log {
                                            std::function<void()> then = nullptr) {
     return [this, name = t.name, value, then](void* m) {
       const Msg& msg = *static_cast<const Msg*>(m);
-      EXPECT(msg.data.size() == 1 && msg.data[0] == value,
-             name + "'s callback got a sample that is not its topic's");
+      EXPECT_TRUE(msg.data.size() == 1 && msg.data[0] == value)
+          << name << "'s callback got a sample that is not its topic's";
       ran.push_back(name);
       if (then) then();
     };
@@ -256,20 +238,49 @@ uint64_t Spin(PicasExecutor& ex, const Log& log, size_t want) {
   while (log.ran.size() < want && MonotonicNs() < give_up) n += ex.SpinUntil(MonotonicNs() + 20 * kMs);
   n += ex.SpinUntil(MonotonicNs() + 20 * kMs);
   // SpinUntil counts the callbacks it ran; picks() counts those and the empty takes
-  EXPECT(n == log.ran.size() - ran, "SpinUntil returned " + std::to_string(n) + " in all, " +
-                                        std::to_string(log.ran.size() - ran) + " callbacks ran");
-  EXPECT(ex.picks() - picks == n + (ex.empty_takes() - empty),
-         "picks() moved by " + std::to_string(ex.picks() - picks) + ", SpinUntil returned " +
-             std::to_string(n) + " and empty_takes() moved by " +
-             std::to_string(ex.empty_takes() - empty));
+  EXPECT_EQ(n, log.ran.size() - ran) << "SpinUntil's returns against the callbacks that ran";
+  EXPECT_EQ(ex.picks() - picks, n + (ex.empty_takes() - empty))
+      << "picks() moved by that, SpinUntil returned " << n << " and empty_takes() moved by "
+      << ex.empty_takes() - empty;
   return n;
 }
 
 // ------------------------------------------------------------------------------- the cases
 
+// One rcl context and node for every case (set up once: DDS discovery takes a while); each
+// case makes its own topics, named after it, and timers. A case that hangs is named by the
+// watchdog.
+class PicasExecutorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    try {
+      ros_ = new Ros();
+    } catch (const std::exception& e) {
+      set_up_error_ = e.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    delete ros_;
+    ros_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(ros_, nullptr) << "rcl set-up: " << set_up_error_;
+    name_ = CaseName();
+    g_case_name = name_.c_str();
+  }
+  void TearDown() override { g_case_name = "tear-down"; }
+
+  static Ros* ros_;
+  static std::string set_up_error_;
+  std::string name_;
+};
+Ros* PicasExecutorTest::ros_ = nullptr;
+std::string PicasExecutorTest::set_up_error_;
+
 // Several subscriptions, each of its own priority (negative and zero too), all with a sample
 // before the spin: highest priority first, whatever the order they were added or published in.
-void PrioritiesHighestFirst(Ros& ros) {
+TEST_F(PicasExecutorTest, PrioritiesHighestFirst) {
+  Ros& ros = *ros_;
   Topic a(ros, "p3"), b(ros, "p7"), c(ros, "m2"), d(ros, "p5"), e(ros, "p0");
   Log log;
   PicasExecutor ex(&ros.context);
@@ -285,13 +296,13 @@ void PrioritiesHighestFirst(Ros& ros) {
   b.Publish(2);
   WaitReady(ros, {&a, &b, &c, &d, &e});
   const uint64_t n = Spin(ex, log, 5);
-  const std::vector<std::string> want = {"p7", "p5", "p3", "p0", "m2"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
-  EXPECT(n == 5, "SpinUntil returned " + std::to_string(n) + " in all for 5 callbacks");
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"p7", "p5", "p3", "p0", "m2"}));
+  EXPECT_EQ(n, 5u) << "SpinUntil's returns, summed, for 5 callbacks";
 }
 
 // Equal priorities seen ready in one wait: the order they were added (not created, not published).
-void EqualPrioritiesSameWaitInAddedOrder(Ros& ros) {
+TEST_F(PicasExecutorTest, EqualPrioritiesSameWaitInAddedOrder) {
+  Ros& ros = *ros_;
   Topic a(ros, "a"), b(ros, "b"), c(ros, "c"), d(ros, "d");
   Log log;
   PicasExecutor ex(&ros.context);
@@ -305,14 +316,14 @@ void EqualPrioritiesSameWaitInAddedOrder(Ros& ros) {
   c.Publish(3);
   WaitReady(ros, {&a, &b, &c, &d});
   Spin(ex, log, 4);
-  const std::vector<std::string> want = {"c", "a", "d", "b"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"c", "a", "d", "b"}));
 }
 
 // Equal priorities seen ready in different waits: the one seen earlier runs first, although the
 // other was added first. `trigger` (higher) runs first and makes `early_added` ready; the next
 // pick's poll sees it, one wait after `late_added` was seen.
-void EqualPrioritiesEarlierWaitFirst(Ros& ros) {
+TEST_F(PicasExecutorTest, EqualPrioritiesEarlierWaitFirst) {
+  Ros& ros = *ros_;
   Topic trigger(ros, "trigger"), early_added(ros, "early_added"), late_added(ros, "late_added");
   Log log;
   PicasExecutor ex(&ros.context);
@@ -326,13 +337,13 @@ void EqualPrioritiesEarlierWaitFirst(Ros& ros) {
   late_added.Publish(3);
   WaitReady(ros, {&trigger, &late_added});
   Spin(ex, log, 3);
-  const std::vector<std::string> want = {"trigger", "late_added", "early_added"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"trigger", "late_added", "early_added"}));
 }
 
 // Work of a higher priority that becomes ready while a lower-priority callback runs (published
 // from inside it) runs before the lower-priority work already pending: every pick polls again.
-void HigherPriorityArrivingMidSpinRunsNext(Ros& ros) {
+TEST_F(PicasExecutorTest, HigherPriorityArrivingMidSpinRunsNext) {
+  Ros& ros = *ros_;
   Topic low1(ros, "low1"), low2(ros, "low2"), high(ros, "high");
   Log log;
   PicasExecutor ex(&ros.context);
@@ -346,13 +357,13 @@ void HigherPriorityArrivingMidSpinRunsNext(Ros& ros) {
   low2.Publish(2);
   WaitReady(ros, {&low1, &low2});
   Spin(ex, log, 3);
-  const std::vector<std::string> want = {"low2", "high", "low1"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"low2", "high", "low1"}));
 }
 
 // A timer among subscriptions is ordered by priority with them, and its callback gets the time
 // its call was due (the timer's next call time before the spin), not the time it ran.
-void TimerOrderedWithSubscriptionsGetsItsDueTime(Ros& ros) {
+TEST_F(PicasExecutorTest, TimerOrderedWithSubscriptionsGetsItsDueTime) {
+  Ros& ros = *ros_;
   Topic high(ros, "high"), low(ros, "low");
   Timer timer(ros, 30 * kMs);
   const int64_t due = timer.NextCall();
@@ -372,19 +383,17 @@ void TimerOrderedWithSubscriptionsGetsItsDueTime(Ros& ros) {
   WaitReady(ros, {&high, &low}, {&timer});
   SleepNs(due + 20 * kMs - MonotonicNs());  // runs at least 20 ms after it was due
   Spin(ex, log, 3);
-  const std::vector<std::string> want = {"high", "timer", "low"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
-  EXPECT(got_due == due, "the timer's callback got " + std::to_string(got_due) +
-                             ", its due time was " + std::to_string(due) + " (it ran at " +
-                             std::to_string(ran_at) + ")");
-  EXPECT(ran_at - due >= 20 * kMs, "the timer ran " + Ms(ran_at - due) + " after its due time");
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"high", "timer", "low"}));
+  EXPECT_EQ(got_due, due) << "the timer's callback got another due time (it ran at " << ran_at << ")";
+  EXPECT_GE(ran_at - due, 20 * kMs) << "the timer ran " << Ms(ran_at - due) << " after its due time";
 }
 
 // Order::kRclcpp, the stock executor's order (rclcpp's SingleThreadedExecutor): priorities
 // ignored, the ready timer before the ready subscriptions, these in the order added, and work
 // that became ready during the batch (here the most "urgent" subscription, published from a
 // callback) waits for the next wait, after the rest of the batch.
-void RclcppOrderTimersThenSubscriptionsPerWait(Ros& ros) {
+TEST_F(PicasExecutorTest, RclcppOrderTimersThenSubscriptionsPerWait) {
+  Ros& ros = *ros_;
   Topic urgent(ros, "urgent"), a(ros, "a"), b(ros, "b");
   Timer timer(ros, 30 * kMs);
   Log log;
@@ -403,12 +412,12 @@ void RclcppOrderTimersThenSubscriptionsPerWait(Ros& ros) {
   a.Publish(1);
   WaitReady(ros, {&a, &b}, {&timer});
   Spin(ex, log, 4);
-  const std::vector<std::string> want = {"timer", "a", "b", "urgent"};
-  EXPECT(log.ran == want, Orders(want, log.ran));
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"timer", "a", "b", "urgent"}));
 }
 
 // A periodic timer alone: each call gets its due time, on the timer's grid and after the last.
-void TimerCallsGetDueTimesOnItsGrid(Ros& ros) {
+TEST_F(PicasExecutorTest, TimerCallsGetDueTimesOnItsGrid) {
+  Ros& ros = *ros_;
   constexpr int64_t kPeriod = 10 * kMs;
   Timer timer(ros, kPeriod);
   const int64_t first = timer.NextCall();
@@ -422,17 +431,20 @@ void TimerCallsGetDueTimesOnItsGrid(Ros& ros) {
     if (dues.size() == 3) Check(rcl_timer_cancel(&timer.timer), "rcl_timer_cancel");
   });
   const uint64_t n = Spin(ex, log, 3);
-  EXPECT(dues.size() == 3 && n == 3, "the timer ran " + std::to_string(dues.size()) +
-                                         " times, SpinUntil returned " + std::to_string(n));
+  EXPECT_EQ(dues.size(), 3u) << "the timer's calls";
+  EXPECT_EQ(n, 3u) << "SpinUntil's returns, summed";
   for (size_t i = 0; i < dues.size(); ++i) {
-    const std::string which = "call " + std::to_string(i) + ": due " + std::to_string(dues[i]) +
-                              ", first due " + std::to_string(first) + ", ran at " +
-                              std::to_string(ran_at[i]);
-    EXPECT((dues[i] - first) % kPeriod == 0 && dues[i] >= first, which);
-    EXPECT(dues[i] <= ran_at[i], which);
-    if (i) EXPECT(dues[i] > dues[i - 1], which);
+    SCOPED_TRACE("call " + std::to_string(i) + ": due " + std::to_string(dues[i]) + ", first due " +
+                 std::to_string(first) + ", ran at " + std::to_string(ran_at[i]));
+    EXPECT_TRUE((dues[i] - first) % kPeriod == 0 && dues[i] >= first) << "off the timer's grid";
+    EXPECT_LE(dues[i], ran_at[i]);
+    if (i) {
+      EXPECT_GT(dues[i], dues[i - 1]);
+    }
   }
-  if (!dues.empty()) EXPECT(dues[0] == first, "the first call's due time is not the timer's first");
+  if (!dues.empty()) {
+    EXPECT_EQ(dues[0], first) << "the first call's due time is not the timer's first";
+  }
 }
 
 // SpinUntil with nothing ready returns at its deadline (its wait sleeps meanwhile, no busy
@@ -440,7 +452,8 @@ void TimerCallsGetDueTimesOnItsGrid(Ros& ros) {
 // callback that runs past the deadline ends first, and the work still pending waits for the
 // next spin. SpinUntil returns the callbacks it ran, picks() counts them all. While it spins
 // the thread's timer slack is the least, and after it the thread's own again.
-void SpinUntilKeepsItsDeadlineAndCounts(Ros& ros) {
+TEST_F(PicasExecutorTest, SpinUntilKeepsItsDeadlineAndCounts) {
+  Ros& ros = *ros_;
   Topic idle(ros, "idle"), first(ros, "first"), second(ros, "second");
   Log log;
   int64_t overrun_to = 0;
@@ -455,9 +468,11 @@ void SpinUntilKeepsItsDeadlineAndCounts(Ros& ros) {
   const int slack_before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 
   // Nothing ready: back at the deadline, not before, not much after (110 ms: not a multiple of
-  // the executor's longest wait, 50 ms); the thread slept (such a spin takes well under 1 ms of
-  // CPU time, one that polls without sleeping some 20 ms). A VM may stall a thread for tens of
-  // ms once in a while: the best of up to three spins counts (a fault is there every time).
+  // the executor's longest wait, 50 ms, so that a wait that overslept its deadline to the next
+  // 50 ms would be 40 ms late); the thread slept (such a spin takes well under 1 ms of CPU
+  // time, one that polls without sleeping some 20 ms). A busy machine may stall a thread for
+  // tens of ms once in a while: the best of up to three spins counts (a fault is there every
+  // time).
   int64_t late = INT64_MAX, cpu = INT64_MAX;
   uint64_t n = 0;
   for (int attempt = 0; attempt < 3 && (late >= 25 * kMs || cpu >= 8 * kMs); ++attempt) {
@@ -466,53 +481,54 @@ void SpinUntilKeepsItsDeadlineAndCounts(Ros& ros) {
     n += ex.SpinUntil(deadline);
     const int64_t back = MonotonicNs();
     cpu = std::min(cpu, ThreadCpuNs() - cpu0);
-    EXPECT(back >= deadline, "returned " + Ms(deadline - back) + " before its deadline");
+    EXPECT_GE(back, deadline) << "returned " << Ms(deadline - back) << " before its deadline";
     late = std::min(late, back - deadline);
   }
-  EXPECT(n == 0 && log.ran.empty(), "SpinUntil returned " + std::to_string(n) + ", ran " + Join(log.ran));
-  EXPECT(late < 25 * kMs, "returned " + Ms(late) + " after its deadline (the best of three)");
-  EXPECT(cpu < 8 * kMs, "an idle spin of 110 ms used " + Ms(cpu) + " of CPU time (the best of three): a busy loop?");
-  EXPECT(ex.picks() == 0, "picks() is " + std::to_string(ex.picks()) + " with nothing run");
+  EXPECT_EQ(n, 0u) << "an idle spin ran " << Join(log.ran);
+  EXPECT_TRUE(log.ran.empty()) << Join(log.ran);
+  EXPECT_LT(late, 25 * kMs) << "returned " << Ms(late) << " after its deadline (the best of three)";
+  EXPECT_LT(cpu, 8 * kMs) << "an idle spin of 110 ms used " << Ms(cpu)
+                          << " of CPU time (the best of three): a busy loop?";
+  EXPECT_EQ(ex.picks(), 0u) << "picks() with nothing run";
 
   // Work ready, but the deadline is now: nothing runs.
   first.Publish(1);
   second.Publish(2);
   WaitReady(ros, {&first, &second});
   n = ex.SpinUntil(MonotonicNs());
-  EXPECT(n == 0 && log.ran.empty(), "a spin with its deadline passed returned " + std::to_string(n) +
-                                        ", ran " + Join(log.ran));
+  EXPECT_EQ(n, 0u) << "a spin with its deadline passed ran " << Join(log.ran);
+  EXPECT_TRUE(log.ran.empty()) << "a spin with its deadline passed ran " << Join(log.ran);
 
   // `first` runs on past the deadline: the spin returns after it, without running `second`.
   const int64_t deadline = MonotonicNs() + 50 * kMs;
   overrun_to = deadline + 30 * kMs;
   n = ex.SpinUntil(deadline);
   const int64_t back = MonotonicNs();
-  EXPECT(n == 1 && log.ran == std::vector<std::string>{"first"},
-         "SpinUntil returned " + std::to_string(n) + ", ran " + Join(log.ran));
-  EXPECT(back >= overrun_to && back - overrun_to < 50 * kMs,
-         "returned " + Ms(back - overrun_to) + " after the overrunning callback was to end");
-  EXPECT(ex.picks() == 1, "picks() is " + std::to_string(ex.picks()) + " after one callback");
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(log.ran, std::vector<std::string>{"first"});
+  EXPECT_GE(back, overrun_to) << "returned before the overrunning callback was to end";
+  EXPECT_LT(back - overrun_to, 50 * kMs)
+      << "returned " << Ms(back - overrun_to) << " after the overrunning callback was to end";
+  EXPECT_EQ(ex.picks(), 1u) << "picks() after one callback";
 
   // The next spin runs the work still pending from the last one.
   n = ex.SpinUntil(MonotonicNs() + 50 * kMs);
-  const std::vector<std::string> want = {"first", "second"};
-  EXPECT(n == 1 && log.ran == want, "SpinUntil returned " + std::to_string(n) + "; " + Orders(want, log.ran));
-  EXPECT(ex.picks() == 2, "picks() is " + std::to_string(ex.picks()) + " after two callbacks");
-  EXPECT(ex.empty_takes() == 0, "empty_takes() is " + std::to_string(ex.empty_takes()));
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(log.ran, (std::vector<std::string>{"first", "second"}));
+  EXPECT_EQ(ex.picks(), 2u) << "picks() after two callbacks";
+  EXPECT_EQ(ex.empty_takes(), 0u);
   // While it spins the thread has the least timer slack (its zero-timeout polls must not
   // sleep), and its own again after
-  EXPECT(slack_inside == (slack_before > 1 ? 1 : slack_before),
-         "timer slack " + std::to_string(slack_inside) + " ns inside the spin, " +
-             std::to_string(slack_before) + " before it");
-  EXPECT(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == slack_before,
-         "timer slack " + std::to_string(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) +
-             " ns after the spin, " + std::to_string(slack_before) + " before it");
+  EXPECT_EQ(slack_inside, slack_before > 1 ? 1 : slack_before)
+      << "timer slack (ns) inside the spin; " << slack_before << " before it";
+  EXPECT_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack_before) << "timer slack (ns) after the spin";
 }
 
 // A subscription's sample is taken when its callback is to run, not when a wait sees it: one
 // that another take got first (a higher-priority callback takes it here) is an empty take, its
 // callback does not run, and empty_takes() counts it.
-void SampleTakenWhenItsCallbackRuns(Ros& ros) {
+TEST_F(PicasExecutorTest, SampleTakenWhenItsCallbackRuns) {
+  Ros& ros = *ros_;
   Topic low(ros, "low"), high(ros, "high");
   Log log;
   bool stolen = false;
@@ -529,72 +545,30 @@ void SampleTakenWhenItsCallbackRuns(Ros& ros) {
   high.Publish(2);
   WaitReady(ros, {&low, &high});
   const uint64_t n = Spin(ex, log, 1);
-  EXPECT(n == 1, "SpinUntil returned " + std::to_string(n) + " with one callback run (an empty take is none)");
-  EXPECT(stolen, "low's sample was gone when high's callback ran (taken at the wait, or low ran first?)");
-  EXPECT(log.ran == std::vector<std::string>{"high"}, Orders({"high"}, log.ran));
-  EXPECT(ex.empty_takes() == 1, "empty_takes() is " + std::to_string(ex.empty_takes()));
-  EXPECT(ex.picks() == 2, "picks() is " + std::to_string(ex.picks()) + " (a callback and an empty take)");
+  EXPECT_EQ(n, 1u) << "SpinUntil's returns with one callback run (an empty take is none)";
+  EXPECT_TRUE(stolen) << "low's sample was gone when high's callback ran (taken at the wait, or low ran first?)";
+  EXPECT_EQ(log.ran, std::vector<std::string>{"high"});
+  EXPECT_EQ(ex.empty_takes(), 1u);
+  EXPECT_EQ(ex.picks(), 2u) << "a callback and an empty take";
 }
 
 // Entities can be added only before the first spin.
-void AddingAfterTheFirstSpinIsRefused(Ros& ros) {
+TEST_F(PicasExecutorTest, AddingAfterTheFirstSpinIsRefused) {
+  Ros& ros = *ros_;
   Topic a(ros, "a"), b(ros, "b");
   Log log;
   PicasExecutor ex(&ros.context);
   ex.AddSubscription(&a.sub, &a.msg, 1, log.Note(a, 1));
   ex.SpinUntil(MonotonicNs() + 1 * kMs);
-  bool refused = false;
-  try {
-    ex.AddSubscription(&b.sub, &b.msg, 1, log.Note(b, 2));
-  } catch (const std::logic_error&) {
-    refused = true;
-  }
-  EXPECT(refused, "AddSubscription after a spin did not throw std::logic_error");
+  EXPECT_THROW(ex.AddSubscription(&b.sub, &b.msg, 1, log.Note(b, 2)), std::logic_error)
+      << "AddSubscription after a spin";
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
   signal(SIGALRM, OnWatchdog);
   alarm(kWatchdogS);
-  const std::vector<std::pair<const char*, void (*)(Ros&)>> cases = {
-      {"priorities_highest_first", PrioritiesHighestFirst},
-      {"equal_priorities_same_wait_in_added_order", EqualPrioritiesSameWaitInAddedOrder},
-      {"equal_priorities_earlier_wait_first", EqualPrioritiesEarlierWaitFirst},
-      {"higher_priority_arriving_mid_spin_runs_next", HigherPriorityArrivingMidSpinRunsNext},
-      {"timer_ordered_with_subscriptions_gets_its_due_time", TimerOrderedWithSubscriptionsGetsItsDueTime},
-      {"timer_calls_get_due_times_on_its_grid", TimerCallsGetDueTimesOnItsGrid},
-      {"spin_until_keeps_its_deadline_and_counts", SpinUntilKeepsItsDeadlineAndCounts},
-      {"sample_taken_when_its_callback_runs", SampleTakenWhenItsCallbackRuns},
-      {"rclcpp_order_timers_then_subscriptions_per_wait", RclcppOrderTimersThenSubscriptionsPerWait},
-      {"adding_after_the_first_spin_is_refused", AddingAfterTheFirstSpinIsRefused},
-  };
-  int failed_cases = 0;
-  try {
-    Ros ros;
-    for (const auto& [name, run] : cases) {
-      g_case = name;
-      g_case_name = name;
-      g_case_failures = 0;
-      const int64_t t0 = MonotonicNs();
-      try {
-        run(ros);
-      } catch (const std::exception& e) {
-        Fail(std::string("error: ") + e.what());
-      }
-      if (g_case_failures) ++failed_cases;
-      std::printf("%s %s (%.0f ms)\n", g_case_failures ? "FAIL" : "ok  ", name,
-                  static_cast<double>(MonotonicNs() - t0) / kMs);
-      std::fflush(stdout);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "FAIL set-up: %s\n", e.what());
-    return 1;
-  }
-  if (failed_cases) {
-    std::printf("%d of %zu cases failed (%d checks)\n", failed_cases, cases.size(), g_failures);
-    return 1;
-  }
-  std::printf("all %zu cases passed\n", cases.size());
-  return 0;
+  return RUN_ALL_TESTS();
 }

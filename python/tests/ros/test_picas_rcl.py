@@ -1,4 +1,4 @@
-"""PicasExecutor in C++ on rcl (ros2/picas_rcl): its own test program, picas_executor_test.
+"""PicasExecutor in C++ on rcl (ros2/picas_rcl): its own GoogleTest program, picas_executor_test.
 
 The program checks the executor's semantics with real rcl entities in one process (its cases:
 ros2/picas_rcl/picas_executor_test.cc). It is built with the rest of ros2/picas_rcl by
@@ -41,7 +41,7 @@ def test_the_cpp_executor_runs_by_priority_fifo_among_equals_and_keeps_its_deadl
     added); work that became ready during a callback considered at the next pick; a timer's due
     time handed to its callback; SpinUntil back at its deadline, counting what it ran; a sample
     taken only when its callback is to run."""
-    from paam_experiments.case_study2_cpp import library_path
+    from paam_experiments.case_study2.cpp import library_path
     try:
         program = _program()
     except FileNotFoundError as err:
@@ -50,10 +50,12 @@ def test_the_cpp_executor_runs_by_priority_fifo_among_equals_and_keeps_its_deadl
         pytest.skip(str(err))
     # (conftest gave this run its own ROS_DOMAIN_ID, discovery on localhost only: inherited)
     env = dict(os.environ, LD_LIBRARY_PATH=library_path())
-    # (its failures on stderr, each case's verdict on stdout: one stream keeps them in order)
-    out = subprocess.run([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=90)
+    # (GoogleTest's report on stdout, a hang's name on stderr: one stream keeps them in order)
+    out = subprocess.run([program, "--gtest_color=no"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=90)
     if out.returncode != 0:
         pytest.fail(f"{program} exited with status {out.returncode}:\n{out.stdout}",
                     pytrace=False)
-    assert "cases passed" in out.stdout.splitlines()[-1], out.stdout
+    ran = [line for line in out.stdout.splitlines() if line.startswith("[       OK ]")]
+    assert len(ran) >= 10 and "[  PASSED  ]" in out.stdout and "[  FAILED  ]" not in out.stdout, \
+        out.stdout

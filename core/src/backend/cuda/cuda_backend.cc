@@ -724,15 +724,27 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
 
 }  // namespace
 
+// The runtime reports a machine without an NVIDIA driver as cudaErrorInsufficientDriver ("CUDA
+// driver version is insufficient"), which reads like an upgrade would help: say first that no
+// GPU was found, then CUDA's own words.
 int CudaDeviceCount(std::string* why) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    if (why != nullptr) *why = "cudaGetDeviceCount: " + CudaText(e);
+    if (why != nullptr) {
+      std::string detail = cudaGetErrorString(e);
+      if (e == cudaErrorInsufficientDriver) {
+        int runtime = 0;
+        cudaRuntimeGetVersion(&runtime);
+        detail = "no NVIDIA driver is loaded, or it is older than this CUDA runtime (" +
+                 std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ") needs";
+      }
+      *why = "no CUDA GPU found (" + std::string(cudaGetErrorName(e)) + ": " + detail + ")";
+    }
     return 0;
   }
-  if (n == 0 && why != nullptr) *why = "no CUDA device is visible";
+  if (n == 0 && why != nullptr) *why = "no CUDA GPU found (cudaGetDeviceCount: 0 devices)";
   return n;
 }
 
@@ -748,7 +760,7 @@ void AttachCudaBuiltins(KernelRegistry* registry) {
 // streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 by default); two streams on
 // one queue run in FIFO order whatever their priorities, so a critical bucket's request can sit
 // behind a best-effort kernel that is itself waiting for the higher buckets. Measured on an
-// H100 (case study 1, docs/evaluation-log.md): with the default, the top bucket's requests
+// H100 (case study 1): with the default, the top bucket's requests
 // waited up to 522 ms between dequeue and kernel start; with 32, at most 2.6 ms. The variable is
 // read when the context is created, so it is set before the first CUDA call, and only in paamd
 // (a direct-mode client's process is the user's to configure).
@@ -768,7 +780,7 @@ Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options
   if (!options.direct) ReserveCudaHardwareQueues();
   std::string why;
   const int count = CudaDeviceCount(&why);
-  if (count == 0) return Status(Errc::kInvalidArgument, "cuda backend: no usable GPU: " + why);
+  if (count == 0) return Status(Errc::kInvalidArgument, "cuda backend: " + why);
   auto ordinals = ParseDevices(options.cuda_devices, count);
   if (!ordinals.ok()) return ordinals.status();
   auto backend = std::make_unique<CudaBackend>();

@@ -48,7 +48,8 @@ void ReserveCudaHardwareQueues();
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry);
 
 // Number of CUDA devices this process sees; 0 when there is none or no usable driver, with
-// the reason in *why (if given). Safe to call on machines without a GPU (CI).
+// the reason in *why (if given): "no CUDA GPU found (<CUDA error name>: ...)". Safe to call on
+// machines without a GPU (CI).
 int CudaDeviceCount(std::string* why = nullptr);
 
 // Sets run_cuda of the built-in kernels present in `registry` (vector_add, matmul, reduction,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -412,8 +413,10 @@ TEST_F(CudaBackendTest, ASleepingWaitsLatenessIsNotCountedAsTheKernels) {
   const uint64_t after = NowNs();
   EXPECT_GE(after - before, uint64_t{3'900'000}) << "the wait saw the completion before its second nap ended";
   EXPECT_LE(before, t.start_ns);
-  EXPECT_LT(t.start_ns - before, uint64_t{500'000}) << "the launch absorbed the wait's lateness";
-  EXPECT_GE(after - t.end_ns, uint64_t{500'000});
+  // Anchored at the completion seen, the kernel's times would end within microseconds of
+  // `after`; anchored at the issue, they end before the late wake-up (a lower bound, which a
+  // busy machine only widens).
+  EXPECT_GE(after - t.end_ns, uint64_t{500'000}) << "the launch absorbed the wait's lateness";
   b->DetachRegion(&r.mem);
 }
 
@@ -446,8 +449,8 @@ TEST_F(CudaBackendTest, HighLevelRequestOvertakesALongLowLevelKernel) {
   const bool overtook = !low_done.load();
   low_worker.join();
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(overtook) << "the level-0 request finished after the 300 ms low-level spin";
-  EXPECT_LT(t1 - t0, 100'000'000u) << "level-0 request took " << (t1 - t0) / 1e6 << " ms";
+  EXPECT_TRUE(overtook) << "the level-0 request finished after the 300 ms low-level spin (it took "
+                        << (t1 - t0) / 1e6 << " ms)";
   EXPECT_LT(t1, low_end.load());
   b->DetachRegion(&lo.mem);
   b->DetachRegion(&hi.mem);
@@ -544,8 +547,10 @@ TEST_F(CudaBackendTest, LanesGiveAnyLevelSeveralStreamsAtItsPriority) {
 }
 
 // spin's width (params[2], a percentage of the GPU's block slots): two half-width spins on the
-// two lanes of one level run side by side, in about one duration; two full-width ones take
-// about two, one after the other, whichever lane they are on. A width over 100 is refused.
+// two lanes of one level run side by side: their device intervals intersect, and neither takes
+// much longer than its duration on the device (event-timed there, so a busy host cannot
+// stretch it); two full-width ones take about two durations, one after the other, whichever
+// lane they are on. A width over 100 is refused.
 TEST_F(CudaBackendTest, NarrowSpinsOnTwoLanesRunSideBySide) {
   BackendOptions o;
   o.kind = "cuda";
@@ -560,18 +565,21 @@ TEST_F(CudaBackendTest, NarrowSpinsOnTwoLanesRunSideBySide) {
   ASSERT_TRUE(b->AttachRegion(&r1.mem).ok());
   ASSERT_TRUE(RunOn(b, &r0, "spin", {0}, 0, 0).ok());  // warm
   EXPECT_EQ(RunOn(b, &r0, "spin", {1'000'000, 0, 101}, 0, 0).code(), Errc::kInvalidArgument);
-  const uint64_t duration = 20'000'000;
+  const uint64_t duration = 50'000'000;
+  bool overlapped = false;
+  uint64_t longest_on_device = 0;
   auto pair = [&](uint64_t width) {
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::atomic<int> failures{0};
     uint64_t gpu[2] = {0, 0};
+    DeviceTimes times[2];
     auto lane = [&](int l, HostRegion* r) {
       if (!b->PrepareWorker(0, 0, l, nullptr).ok()) ++failures;
       ++ready;
       while (!go.load()) {
       }
-      if (!RunOn(b, r, "spin", {duration, 0, width}, 0, 0, l).ok()) ++failures;
+      if (!RunOn(b, r, "spin", {duration, 0, width}, 0, 0, l, &times[l]).ok()) ++failures;
       gpu[l] = r->out<uint64_t>()[0];
     };
     std::thread t0(lane, 0, &r0), t1(lane, 1, &r1);
@@ -585,10 +593,14 @@ TEST_F(CudaBackendTest, NarrowSpinsOnTwoLanesRunSideBySide) {
     EXPECT_EQ(failures.load(), 0);
     EXPECT_GE(gpu[0], duration * 99 / 100);
     EXPECT_GE(gpu[1], duration * 99 / 100);
+    overlapped = std::max(times[0].start_ns, times[1].start_ns) < std::min(times[0].end_ns, times[1].end_ns);
+    longest_on_device = std::max(times[0].end_ns - times[0].start_ns, times[1].end_ns - times[1].start_ns);
     return makespan;
   };
-  const uint64_t half = pair(50), full = pair(100);
-  EXPECT_LT(half, duration * 3 / 2) << "two half-width spins took " << half / 1e6 << " ms";
+  const uint64_t half = pair(50);
+  EXPECT_TRUE(overlapped) << "two half-width spins did not overlap (" << half / 1e6 << " ms for both)";
+  EXPECT_LT(longest_on_device, duration * 3 / 2) << "a half-width spin waited for the other on the device";
+  const uint64_t full = pair(100);
   EXPECT_GT(full, duration * 9 / 5) << "two full-width spins took " << full / 1e6 << " ms";
   b->DetachRegion(&r0.mem);
   b->DetachRegion(&r1.mem);
@@ -695,7 +707,7 @@ TEST(CudaKernelsTest, NoGpuGivesAClearErrorOrABackend) {
   auto b = CreateCudaBackend(BackendOptions{}, &registry);
   if (CudaDeviceCount(&why) == 0) {
     ASSERT_FALSE(b.ok());
-    EXPECT_NE(b.status().message().find("no usable GPU"), std::string::npos) << b.status().message();
+    EXPECT_NE(b.status().message().find("no CUDA GPU found (cuda"), std::string::npos) << b.status().message();
   } else {
     EXPECT_TRUE(b.ok()) << b.status().ToString();
   }

@@ -38,8 +38,11 @@
 
 #include <sys/mman.h>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "common/cli.h"
 #include "common/clock.h"
 
 namespace {
@@ -78,53 +81,45 @@ struct Args {
   std::string json;
 };
 
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t p = 0;
-  while (p <= s.size()) {
-    size_t c = s.find(',', p);
-    if (c == std::string::npos) c = s.size();
-    if (c > p) out.push_back(s.substr(p, c - p));
-    p = c + 1;
-  }
-  return out;
-}
-
-[[noreturn]] void Usage() {
-  std::fprintf(stderr,
-               "usage: paam_gpu_bench info|preempt|kappa|backend [--kernels LIST] [--iters N] [--warmup N]\n"
-               "       [--lead-us US] [--slices-us LIST] [--lp-ms MS] [--device D] [--matmul N]\n"
-               "       [--vector-n N] [--reduction-n N] [--histogram-n N] [--json FILE]\n");
-  std::exit(64);
-}
+constexpr int kUsageStatus = 64;
 
 Args Parse(int argc, char** argv) {
-  if (argc < 2) Usage();
   Args a;
-  a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    std::string k = argv[i];
-    if (i + 1 >= argc) Usage();
-    std::string v = argv[++i];
-    if (k == "--kernels") a.kernels = Split(v);
-    else if (k == "--iters") a.iters = std::stoi(v);
-    else if (k == "--warmup") a.warmup = std::stoi(v);
-    else if (k == "--lead-us") a.lead_us = std::stod(v);
-    else if (k == "--lp-ms") a.lp_ms = std::stod(v);
-    else if (k == "--device") a.device = std::stoi(v);
-    else if (k == "--matmul") a.matmul = std::stoull(v);
-    else if (k == "--vector-n") a.vector_n = std::stoull(v);
-    else if (k == "--reduction-n") a.reduction_n = std::stoull(v);
-    else if (k == "--histogram-n") a.histogram_n = std::stoull(v);
-    else if (k == "--json") a.json = v;
-    else if (k == "--slices-us") {
-      a.slices_us.clear();
-      for (auto& s : Split(v)) a.slices_us.push_back(std::stod(s));
-    } else {
-      Usage();
-    }
-  }
-  if (a.iters < 1 || a.warmup < 0) Usage();
+  CLI::App app("GPU measurements that need only the kernels: info (the device), preempt (the\n"
+               "paper's Table I: preemption delay between stream priorities), kappa (the delay\n"
+               "of a one-block kernel behind spin, per spin block length), backend (the CUDA\n"
+               "backend's request round trip per wait mode, no server). A table on stdout;\n"
+               "every figure in the --json file.",
+               "paam_gpu_bench");
+  paam::cli::Setup(app);
+  // (the validators' own descriptions left out of the help: the options' texts say it)
+  app.add_option("command", a.command, "info, preempt, kappa or backend")
+      ->type_name("")
+      ->required()
+      ->check(CLI::IsMember({"info", "preempt", "kappa", "backend"}).description(""));
+  app.add_option("--kernels", a.kernels, "preempt: kernels to time (default: matmul,reduction,vector_add,histogram)")
+      ->type_name("LIST")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(CLI::IsMember({"matmul", "reduction", "vector_add", "histogram"}).description(""));
+  app.add_option("--iters", a.iters, "measured iterations (default: 10000)")->type_name("N")->check(paam::cli::AtLeast(1));
+  app.add_option("--warmup", a.warmup, "iterations before those, not measured (default: 200)")
+      ->type_name("N")
+      ->check(paam::cli::AtLeast(0));
+  app.add_option("--lead-us", a.lead_us, "host busy-wait between the low- and high-priority launch (default: 0)")
+      ->type_name("US");
+  app.add_option("--slices-us", a.slices_us, "kappa: spin's block lengths (default: 5,10,20,50,100)")
+      ->type_name("LIST")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app.add_option("--lp-ms", a.lp_ms, "kappa: length of the low-priority spin (default: 2)")->type_name("MS");
+  app.add_option("--device", a.device, "GPU ordinal (default: 0)")->type_name("D");
+  app.add_option("--matmul", a.matmul, "preempt: matmul size N (NxN times NxN; default: 1024)")->type_name("N")->check(paam::cli::AtLeast(1));
+  app.add_option("--vector-n", a.vector_n, "preempt: vector_add elements (default: 2^24)")->type_name("N")->check(paam::cli::AtLeast(1));
+  app.add_option("--reduction-n", a.reduction_n, "preempt: reduction elements (default: 2^24)")->type_name("N")->check(paam::cli::AtLeast(1));
+  app.add_option("--histogram-n", a.histogram_n, "preempt: histogram bytes (default: 2^26)")->type_name("N")->check(paam::cli::AtLeast(1));
+  app.add_option("--json", a.json, "write every figure, raw series included, into FILE")->type_name("FILE");
+  paam::cli::ParseOrExit(app, argc, argv, kUsageStatus);
   return a;
 }
 
@@ -192,7 +187,7 @@ Job MakeJob(const std::string& name, const Args& a, std::mt19937_64* rng, std::s
     *shape = "n=" + std::to_string(a.histogram_n);
   } else {
     std::fprintf(stderr, "unknown kernel '%s'\n", name.c_str());
-    std::exit(64);
+    std::exit(kUsageStatus);
   }
   CHECK_CUDA(cudaMalloc(&j.d_in, std::max<uint64_t>(in, 256)));
   CHECK_CUDA(cudaMalloc(&j.d_out, std::max<uint64_t>(out, 256)));
@@ -224,24 +219,26 @@ Stats Summarize(std::vector<double> v) {
   return s;
 }
 
-std::string StatsJson(const Stats& s) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "{\"mean\": %.3f, \"max\": %.3f, \"min\": %.3f, \"std\": %.3f, \"p50\": %.3f, \"p99\": %.3f}",
-                s.mean, s.max, s.min, s.std, s.p50, s.p99);
-  return buf;
+using Json = nlohmann::ordered_json;
+
+// x to `digits` decimals: the figures are timer readings, the rest would be noise.
+double Round(double x, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(x * scale) / scale;
 }
 
-std::string ArrayJson(const std::vector<double>& v) {
-  std::string out = "[";
-  char buf[32];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%.2f", i ? ", " : "", v[i]);
-    out += buf;
-  }
-  return out + "]";
+Json StatsJson(const Stats& s) {
+  return {{"mean", Round(s.mean, 3)}, {"max", Round(s.max, 3)}, {"min", Round(s.min, 3)},
+          {"std", Round(s.std, 3)},   {"p50", Round(s.p50, 3)}, {"p99", Round(s.p99, 3)}};
 }
 
-std::string DeviceJson(int device) {
+Json ArrayJson(const std::vector<double>& v) {
+  Json out = Json::array();
+  for (double x : v) out.push_back(Round(x, 2));
+  return out;
+}
+
+Json DeviceJson(int device) {
   cudaDeviceProp p;
   CHECK_CUDA(cudaGetDeviceProperties(&p, device));
   int least = 0, greatest = 0;
@@ -249,23 +246,25 @@ std::string DeviceJson(int device) {
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "{\"index\": %d, \"name\": \"%s\", \"sms\": %d, \"cc\": \"%d.%d\", \"stream_priority_least\": %d, "
-                "\"stream_priority_greatest\": %d, \"driver\": %d, \"runtime\": %d, \"spin_slots\": %d}",
-                device, p.name, p.multiProcessorCount, p.major, p.minor, least, greatest, driver, runtime,
-                paam::cuda::SpinSlots(device));
-  return buf;
+  return {{"index", device},
+          {"name", p.name},
+          {"sms", p.multiProcessorCount},
+          {"cc", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"stream_priority_least", least},
+          {"stream_priority_greatest", greatest},
+          {"driver", driver},
+          {"runtime", runtime},
+          {"spin_slots", paam::cuda::SpinSlots(device)}};
 }
 
-void WriteJson(const std::string& path, const std::string& text) {
+void WriteJson(const std::string& path, const Json& json) {
   if (path.empty()) return;
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     std::perror(path.c_str());
     std::exit(1);
   }
-  std::fputs(text.c_str(), f);
+  std::fputs((json.dump() + "\n").c_str(), f);  // one line: raw figures, for paam bench gpu-*
   std::fclose(f);
 }
 
@@ -294,13 +293,11 @@ int Preempt(const Args& a) {
   cudaEvent_t hs, he, ls, le;
   for (cudaEvent_t* e : {&hs, &he, &ls, &le}) CHECK_CUDA(cudaEventCreate(e));
   std::mt19937_64 rng(7);
-  std::string json = "{\n  \"bench\": \"preempt\",\n  \"device\": " + DeviceJson(a.device) +
-                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"lead_us\": " + std::to_string(a.lead_us) +
-                     ",\n  \"kernels\": {";
+  Json json = {{"bench", "preempt"}, {"device", DeviceJson(a.device)}, {"iters", a.iters}, {"lead_us", a.lead_us},
+               {"kernels", Json::object()}};
   std::printf("preemption delay, %d iterations, LP→HP lead %.1f us (us)\n", a.iters, a.lead_us);
   std::printf("%-11s %-16s %9s %9s %9s %9s %9s %9s %8s\n", "kernel", "shape", "alone", "with_lp", "d_mean",
               "d_max", "d_std", "d_p99", "hp_first");
-  bool first = true;
   for (const std::string& name : a.kernels) {
     std::string shape;
     Job hp = MakeJob(name, a, &rng, &shape);
@@ -337,14 +334,14 @@ int Preempt(const Args& a) {
     const Stats sa = Summarize(alone), sc = Summarize(contended), sd = Summarize(delay), sl = Summarize(lp_alone);
     std::printf("%-11s %-16s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f%%\n", name.c_str(), shape.c_str(), sa.mean,
                 sc.mean, sd.mean, sd.max, sd.std, sd.p99, 100.0 * hp_first / a.iters);
-    json += std::string(first ? "" : ",") + "\n    \"" + name + "\": {\"shape\": \"" + shape +
-            "\", \"alone_us\": " + StatsJson(sa) + ", \"with_lp_us\": " + StatsJson(sc) +
-            ", \"delay_us\": " + StatsJson(sd) + ", \"lp_us\": " + StatsJson(sl) +
-            ", \"hp_finished_first\": " + std::to_string(static_cast<double>(hp_first) / a.iters) +
-            ",\n      \"raw_delay_us\": " + ArrayJson(delay) + "}";
-    first = false;
+    json["kernels"][name] = {{"shape", shape},
+                             {"alone_us", StatsJson(sa)},
+                             {"with_lp_us", StatsJson(sc)},
+                             {"delay_us", StatsJson(sd)},
+                             {"lp_us", StatsJson(sl)},
+                             {"hp_finished_first", Round(static_cast<double>(hp_first) / a.iters, 6)},
+                             {"raw_delay_us", ArrayJson(delay)}};
   }
-  json += "\n  }\n}\n";
   WriteJson(a.json, json);
   return 0;
 }
@@ -367,14 +364,12 @@ int Kappa(const Args& a) {
   spin.output_bytes = 8;
   spin.params[0] = static_cast<uint64_t>(a.lp_ms * 1e6);
 
-  std::string json = "{\n  \"bench\": \"kappa\",\n  \"device\": " + DeviceJson(a.device) +
-                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"lead_us\": " + std::to_string(a.lead_us) +
-                     ",\n  \"lp_ms\": " + std::to_string(a.lp_ms) + ",\n  \"slices\": [";
+  Json json = {{"bench", "kappa"}, {"device", DeviceJson(a.device)}, {"iters", a.iters},
+               {"lead_us", a.lead_us}, {"lp_ms", a.lp_ms}, {"slices", Json::array()}};
   std::printf("kappa: one-block vector_add at top priority while spin (%.1f ms) holds the GPU, lead %.0f us\n",
               a.lp_ms, a.lead_us);
   std::printf("%9s %9s %9s %9s %9s %9s %11s\n", "slice_us", "alone", "d_mean", "d_max", "d_std", "d_p99",
               "spin_ms");
-  bool first = true;
   for (double slice_us : a.slices_us) {
     spin.params[1] = static_cast<uint64_t>(slice_us * 1000);
     std::vector<double> delay, alone, spin_ms;
@@ -406,19 +401,17 @@ int Kappa(const Args& a) {
     const Stats sd = Summarize(delay), sa = Summarize(alone), ss = Summarize(spin_ms);
     std::printf("%9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f\n", slice_us, sa.mean, sd.mean, sd.max, sd.std, sd.p99,
                 ss.mean);
-    char head[64];
-    std::snprintf(head, sizeof head, "%.3f", slice_us);
-    json += std::string(first ? "" : ",") + "\n    {\"slice_us\": " + head + ", \"alone_us\": " + StatsJson(sa) +
-            ", \"delay_us\": " + StatsJson(sd) + ", \"spin_ms\": " + StatsJson(ss) +
-            ",\n     \"raw_delay_us\": " + ArrayJson(delay) + "}";
-    first = false;
+    json["slices"].push_back({{"slice_us", Round(slice_us, 3)},
+                              {"alone_us", StatsJson(sa)},
+                              {"delay_us", StatsJson(sd)},
+                              {"spin_ms", StatsJson(ss)},
+                              {"raw_delay_us", ArrayJson(delay)}});
   }
   // spin alone: requested against measured (GPU clock), default slice
-  json += "\n  ],\n  \"spin_alone\": [";
+  Json& spin_alone = json["spin_alone"] = Json::array();
   std::printf("spin alone (default slice %.0f us): requested_ms measured_ms (mean of 20)\n",
               paam::cuda::kDefaultSpinSliceNs / 1e3);
   spin.params[1] = 0;
-  first = true;
   for (double ms : {0.1, 1.0, 5.0, 10.0}) {
     spin.params[0] = static_cast<uint64_t>(ms * 1e6);
     std::vector<double> got;
@@ -432,12 +425,8 @@ int Kappa(const Args& a) {
     }
     const Stats s = Summarize(got);
     std::printf("  %8.3f %10.4f (max %.4f)\n", ms, s.mean, s.max);
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s{\"requested_ms\": %.3f, \"measured_ms\": ", first ? "" : ", ", ms);
-    json += buf + StatsJson(s) + "}";
-    first = false;
+    spin_alone.push_back({{"requested_ms", Round(ms, 3)}, {"measured_ms", StatsJson(s)}});
   }
-  json += "]\n}\n";
   hp.Free();
   cudaFree(d_spin);
   WriteJson(a.json, json);
@@ -464,20 +453,17 @@ struct BenchRegion {
 
 int BackendOverhead(const Args& a) {
   const uint64_t n = 1024;
-  std::string json = "{\n  \"bench\": \"backend\",\n  \"device\": " + DeviceJson(a.device) +
-                     ",\n  \"iters\": " + std::to_string(a.iters) + ",\n  \"kernel\": \"vector_add n=1024\",\n  \"modes\": [";
+  Json json = {{"bench", "backend"}, {"device", DeviceJson(a.device)}, {"iters", a.iters},
+               {"kernel", "vector_add n=1024"}, {"modes", Json::array()}};
   std::printf("CUDA backend Run() round trip, one-block vector_add (8 KiB in, 4 KiB out) at level 0 (us)\n");
   std::printf("%-6s %-10s %9s %9s %9s %9s %9s\n", "wait", "load", "rt_p50", "rt_mean", "rt_p99", "rt_max",
               "kern_p50");
-  bool first = true;
   auto emit = [&](const std::string& mode, const std::string& load, std::vector<double>& rt,
                   std::vector<double>& kern) {
     const Stats r = Summarize(rt), k = Summarize(kern);
     std::printf("%-6s %-10s %9.2f %9.2f %9.2f %9.2f %9.2f\n", mode.c_str(), load.c_str(), r.p50, r.mean, r.p99,
                 r.max, k.p50);
-    json += std::string(first ? "" : ",") + "\n    {\"wait\": \"" + mode + "\", \"load\": \"" + load +
-            "\", \"round_trip_us\": " + StatsJson(r) + ", \"kernel_us\": " + StatsJson(k) + "}";
-    first = false;
+    json["modes"].push_back({{"wait", mode}, {"load", load}, {"round_trip_us", StatsJson(r)}, {"kernel_us", StatsJson(k)}});
   };
 
   {  // raw: the same work without the backend
@@ -578,7 +564,6 @@ int BackendOverhead(const Args& a) {
     }
     b->DetachRegion(&r.mem);
   }
-  json += "\n  ]\n}\n";
   WriteJson(a.json, json);
   return 0;
 }
@@ -587,9 +572,9 @@ int BackendOverhead(const Args& a) {
 
 int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::fprintf(stderr, "paam_gpu_bench: no CUDA device\n");
+  std::string why;
+  if (paam::CudaDeviceCount(&why) == 0) {
+    std::fprintf(stderr, "paam_gpu_bench: %s\n", why.c_str());
     return 3;
   }
   CHECK_CUDA(cudaSetDevice(a.device));
@@ -598,11 +583,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (a.command == "info") {
-    std::printf("%s\n", DeviceJson(a.device).c_str());
+    std::printf("%s\n", DeviceJson(a.device).dump().c_str());
     return 0;
   }
   if (a.command == "preempt") return Preempt(a);
   if (a.command == "kappa") return Kappa(a);
   if (a.command == "backend") return BackendOverhead(a);
-  Usage();
+  return kUsageStatus;  // not reached: Parse knows the commands
 }
