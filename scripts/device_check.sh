@@ -14,6 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
+# The experiments annex (some ROS tests drive its harness) runs from the checkout.
+export PYTHONPATH="$PWD/experiments${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-results/device}
 mkdir -p "$OUT"
 third_party=()
