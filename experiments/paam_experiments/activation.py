@@ -24,6 +24,7 @@ setup); ``all`` (on every core including the executor's). Writes ``latency.csv``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing as mp
 import os
 import tempfile
@@ -32,7 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from paam_experiments import common
+from paam.figures import pyplot, save
+from paam_experiments.common.cpus import apply_priority, pin_this_thread
+from paam_experiments.common.machine import machine_line, machine_meta
+from paam_experiments.common.methods import COLORS
+from paam_experiments.common.procs import child_failed, join_child, stress, stress_tool
+from paam_experiments.common.report import fmt, out_dir, table, write_csv, write_json
+from paam_experiments.common.stats import summarize
 
 EXECUTORS = ("ros2", "picas-nort", "picas")
 SCENARIOS = ("none", "other", "all")
@@ -69,23 +76,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # -- the executor process -----------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class ActivationRun:
+    """One executor process's run: the executor kind (one of EXECUTORS) under a load scenario,
+    its measured timers and load timers, its core and OS priority mode, and the run's length."""
+
+    executor: str
+    scenario: str
+    timers: int
+    period_ms: float
+    load: int
+    load_ms: float
+    cpu: int
+    rt: str
+    duration_s: float
+    warmup_s: float
+
+
 def _burn(ns: int) -> None:
     end = time.thread_time_ns() + ns
     while time.thread_time_ns() < end:
         pass
 
 
-def executor_main(cfg: dict, path: str) -> None:
+def executor_main(cfg: ActivationRun, path: str) -> None:
     import warnings
     # Handlers still queued when the executor shuts down are dropped unawaited; harmless here.
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited")
     try:
         _executor(cfg, path)
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
-        common.child_failed(path, exc)
+        child_failed(path, exc)
 
 
-def _executor(cfg: dict, path: str) -> None:
+def _executor(cfg: ActivationRun, path: str) -> None:
     import rclpy
     from rclpy.clock import Clock, ClockType
     from rclpy.context import Context
@@ -93,17 +117,17 @@ def _executor(cfg: dict, path: str) -> None:
 
     from paam.ros import create_lean_node
 
-    kind = cfg["executor"]
+    kind = cfg.executor
     ctx = Context()
     rclpy.init(context=ctx)
     node = create_lean_node(f"paam_eval_activation_{os.getpid()}", context=ctx)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
-    period_ns = int(cfg["period_ms"] * 1e6)
-    samples: list[list[int]] = [[] for _ in range(cfg["timers"])]  # (latency ns)
-    first_expiry: list[int | None] = [None] * cfg["timers"]
-    calls = [0] * cfg["timers"]
+    period_ns = int(cfg.period_ms * 1e6)
+    samples: list[list[int]] = [[] for _ in range(cfg.timers)]  # (latency ns)
+    first_expiry: list[int | None] = [None] * cfg.timers
+    calls = [0] * cfg.timers
     record_from = [0]
-    load_ns = int(cfg["load_ms"] * 1e6)
+    load_ns = int(cfg.load_ms * 1e6)
 
     def burn_cb() -> None:
         _burn(load_ns)
@@ -111,7 +135,7 @@ def _executor(cfg: dict, path: str) -> None:
     # The load is created first: creation order is the stock executor's order among timers
     # that are ready together, and nothing in ROS 2 orders them by importance.
     load = [node.create_timer(p / 1e3, burn_cb, clock=steady)
-            for p in LOAD_PERIODS_MS[:cfg["load"]]]
+            for p in LOAD_PERIODS_MS[:cfg.load]]
     timers: list = []
 
     def measured(i: int):
@@ -128,10 +152,10 @@ def _executor(cfg: dict, path: str) -> None:
             calls[i] += 1
         return cb
 
-    timers.extend(node.create_timer(cfg["period_ms"] / 1e3, measured(i), clock=steady)
-                  for i in range(cfg["timers"]))
+    timers.extend(node.create_timer(cfg.period_ms / 1e3, measured(i), clock=steady)
+                  for i in range(cfg.timers))
 
-    common.pin_this_thread([cfg["cpu"]])
+    pin_this_thread([cfg.cpu])
     rt_note = "SCHED_OTHER nice 0"
     if kind == "ros2":
         ex = SingleThreadedExecutor(context=ctx)
@@ -143,22 +167,22 @@ def _executor(cfg: dict, path: str) -> None:
         for i, t in enumerate(timers):
             ex.set_callback_priority(t, 100 - i)
         if kind == "picas":
-            if cfg["rt"] in ("auto", "fifo"):
-                ex.set_executor_priority_cpu(80, cfg["cpu"])
+            if cfg.rt in ("auto", "fifo"):
+                ex.set_executor_priority_cpu(80, cfg.cpu)
                 # auto: SCHED_FIFO, else the nice ladder (paam.ros.rt); fifo: SCHED_FIFO or nothing
-                report = ex.apply_rt(mode=cfg["rt"])
+                report = ex.apply_rt(mode=cfg.rt)
                 rt_note = str(report)
             else:
-                rt_note = common.apply_priority(80, "nice")
+                rt_note = apply_priority(80, "nice")
     ex.add_node(node)
     start = time.monotonic_ns()
-    record_from[0] = start + int(cfg["warmup_s"] * 1e9)
-    end = start + int((cfg["warmup_s"] + cfg["duration_s"]) * 1e9)
+    record_from[0] = start + int(cfg.warmup_s * 1e9)
+    end = start + int((cfg.warmup_s + cfg.duration_s) * 1e9)
     while time.monotonic_ns() < end:
         ex.spin_once(timeout_sec=0.05)
     stop = time.monotonic_ns()
     missed = []
-    for i in range(cfg["timers"]):
+    for i in range(cfg.timers):
         if first_expiry[i] is None:
             missed.append(0)
             continue
@@ -171,14 +195,14 @@ def _executor(cfg: dict, path: str) -> None:
     rclpy.shutdown(context=ctx)
 
 
-def run_one(cfg: dict, tmp: str) -> dict:
-    path = os.path.join(tmp, f"{cfg['executor']}-{cfg['scenario']}.npz")
+def run_one(cfg: ActivationRun, tmp: str) -> dict:
+    path = os.path.join(tmp, f"{cfg.executor}-{cfg.scenario}.npz")
     proc = mp.get_context("spawn").Process(target=executor_main, args=(cfg, path))
     proc.start()
-    common.join_child(proc, path, f"{cfg['executor']}/{cfg['scenario']}: executor",
-                      cfg["warmup_s"] + cfg["duration_s"] + 120)
+    join_child(proc, path, f"{cfg.executor}/{cfg.scenario}: executor",
+               cfg.warmup_s + cfg.duration_s + 120)
     with np.load(path) as z:
-        lat = [z[f"t{i}"] / 1e3 for i in range(cfg["timers"])]
+        lat = [z[f"t{i}"] / 1e3 for i in range(cfg.timers)]
         return {"latency_us": lat, "missed": [int(x) for x in z["missed"]],
                 "rt": str(z["rt_note"])}
 
@@ -205,14 +229,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.load <= len(LOAD_PERIODS_MS):
         raise SystemExit(f"--load must be 0..{len(LOAD_PERIODS_MS)}")
     others = [c for c in range(ncpu) if c != args.cpu]
-    out = common.out_dir(args.out)
-    meta = common.machine_meta("cpu")
+    out = out_dir(args.out)
+    meta = machine_meta("cpu")
     load_util = sum(args.load_ms / p for p in LOAD_PERIODS_MS[:args.load])
     warmup_s = 0.5
     print(f"paam eval activation: {args.timers} timers every {args.period_ms} ms on CPU "
           f"{args.cpu}, {args.load} load timers ({load_util:.0%} of the core), "
           f"{args.duration:.0f} s per run\n"
-          f"  {common.machine_line(meta)}; stress: {common.stress_tool()}", flush=True)
+          f"  {machine_line(meta)}; stress: {stress_tool()}", flush=True)
     results: dict[str, dict[str, dict]] = {}
     n = len(executors) * len(scenarios)
     k = 0
@@ -222,14 +246,14 @@ def run(args: argparse.Namespace) -> int:
             if scenario == "other" and not others:
                 print("  scenario 'other' skipped: a single CPU", flush=True)
                 continue
-            with common.stress(cpus, per_cpu=args.stress_per_cpu):
+            with stress(cpus, per_cpu=args.stress_per_cpu):
                 for ex in executors:
                     k += 1
                     print(f"[{k}/{n}] {ex}, stress on {scenario} ...", flush=True)
-                    cfg = {"executor": ex, "scenario": scenario, "timers": args.timers,
-                           "period_ms": args.period_ms, "load": args.load, "load_ms": args.load_ms,
-                           "cpu": args.cpu, "rt": args.rt, "duration_s": args.duration,
-                           "warmup_s": warmup_s}
+                    cfg = ActivationRun(
+                        executor=ex, scenario=scenario, timers=args.timers,
+                        period_ms=args.period_ms, load=args.load, load_ms=args.load_ms,
+                        cpu=args.cpu, rt=args.rt, duration_s=args.duration, warmup_s=warmup_s)
                     results.setdefault(scenario, {})[ex] = run_one(cfg, tmp)
 
     rows, raw_rows = [], []
@@ -237,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     for scenario, per in results.items():
         for ex, r in per.items():
             allv = np.concatenate(r["latency_us"])
-            s = common.summarize(allv)
+            s = summarize(allv)
             s["missed"] = sum(r["missed"])
             s["rt"] = r["rt"]
             summary.setdefault(scenario, {})[ex] = s
@@ -247,11 +271,11 @@ def run(args: argparse.Namespace) -> int:
             for i, v in enumerate(r["latency_us"]):
                 raw_rows.extend({"scenario": scenario, "executor": ex, "timer": i,
                                  "latency_us": float(x)} for x in v)
-    common.write_csv(out / "summary.csv", rows)
-    common.write_csv(out / "latency.csv", raw_rows)
+    write_csv(out / "summary.csv", rows)
+    write_csv(out / "latency.csv", raw_rows)
     params = {k: v for k, v in vars(args).items() if k != "func"}
-    common.write_json(out / "summary.json", {"meta": meta, "params": params,
-                                             "load_utilization": load_util, "results": summary})
+    write_json(out / "summary.json", {"meta": meta, "params": params,
+                                      "load_utilization": load_util, "results": summary})
     text = render(summary, meta, args, load_util)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
@@ -275,20 +299,20 @@ def _subset(text: str, allowed: tuple[str, ...]) -> list[str]:
 def render(summary: dict, meta: dict, args, load_util: float) -> str:
     lines = [f"Activation latency (µs, cyclictest min/avg/max): {args.timers} timers at "
              f"{args.period_ms} ms, {args.load} load timers ({load_util:.0%}), "
-             f"{args.duration:.0f} s per run", common.machine_line(meta), ""]
+             f"{args.duration:.0f} s per run", machine_line(meta), ""]
     rows = [["stress on", "executor", "samples", "min", "avg", "p99", "max", "missed",
              "OS priority"]]
     for scenario, per in summary.items():
         for ex, s in per.items():
-            rows.append([scenario, ex, str(s["n"]), common.fmt(s["min"]), common.fmt(s["mean"]),
-                         common.fmt(s["p99"]), common.fmt(s["max"]), str(s["missed"]), s["rt"]])
-    return "\n".join(lines) + common.table(rows, right=range(2, 8)) + "\n"
+            rows.append([scenario, ex, str(s["n"]), fmt(s["min"]), fmt(s["mean"]),
+                         fmt(s["p99"]), fmt(s["max"]), str(s["missed"]), s["rt"]])
+    return "\n".join(lines) + table(rows, right=range(2, 8)) + "\n"
 
 
 def plot(results: dict, out: Path, args) -> None:
-    plt = common.pyplot()
-    colors = {"ros2": common.COLORS["ROS 2"], "picas-nort": "#b3a2d6",
-              "picas": common.COLORS["PiCAS"]}
+    plt = pyplot()
+    colors = {"ros2": COLORS["ROS 2"], "picas-nort": "#b3a2d6",
+              "picas": COLORS["PiCAS"]}
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(4.3 * n, 3.6), squeeze=False, sharey=True)
     allv = np.concatenate([np.concatenate(r["latency_us"]) for per in results.values()
@@ -306,7 +330,7 @@ def plot(results: dict, out: Path, args) -> None:
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"Activation latency of {args.period_ms:g} ms timers beside "
                  f"{args.load} load callbacks of {args.load_ms:g} ms", fontsize=10)
-    common.save(fig, out / "histograms.png")
+    save(fig, out / "histograms.png")
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     scen = list(results)
@@ -325,4 +349,4 @@ def plot(results: dict, out: Path, args) -> None:
     ax.set_ylabel("activation latency (ms)")
     ax.legend(fontsize=7)
     ax.set_title("Worst and 99th-percentile activation latency", fontsize=10)
-    common.save(fig, out / "maxima.png")
+    save(fig, out / "maxima.png")

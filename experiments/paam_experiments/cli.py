@@ -1,4 +1,4 @@
-"""``paam eval <experiment>``: the evaluation experiments of issue 6 (see docs/evaluation.md).
+"""``paam eval <experiment>``: the PAAM paper's experiments (see docs/evaluation.md).
 
 Each experiment is one command that runs the workload, writes raw data (CSV/JSON/NPZ), draws
 its figures (PNG) and prints a summary table into ``results/eval/<name>/``. ``--quick`` is the
@@ -18,7 +18,7 @@ EXPERIMENTS = {
                  "per-stage request overhead, local shared memory and remote ROS 2 (Fig. 12)"),
     "activation": ("paam_experiments.activation",
                    "activation latency of periodic callbacks under load (cyclictest-style)"),
-    "case-study-1": ("paam_experiments.case_study1",
+    "case-study-1": ("paam_experiments.case_study1.cli",
                      "case study 1 as ROS 2 processes: ROS 2 / PiCAS / PAAM vs the bound "
                      "(Figs. 9-10)"),
     "case-study-2": ("paam_experiments.case_study2",

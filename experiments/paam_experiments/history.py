@@ -7,9 +7,9 @@ may be compressed or gone) and rolls them up, one row per run and method:
 * case study 2: each run's hot-path maximum, p99 and drops per setup and method (MT with
   ``--mt-executor shared`` as its own setup, "MT shared", and 4ST with ``--e0-executor cpp``
   as "4ST C++"), the maximum from the lidar timers' due time where the run recorded it, its
-  segment length, the other options its command line gave, the host's mean steal; the maxima of all runs beside the paper's (Fig. 11a, Jetson
-  Xavier), and the reductions of every run that had all three methods in one call (so on one
-  machine) beside the paper's targets;
+  segment length, the other options its command line gave, the host's mean steal; the maxima
+  of all runs beside the paper's (Fig. 11a, Jetson Xavier), and the reductions of every run
+  that had all three methods in one call (so on one machine) beside the targets;
 * case study 1: each PAAM run's maximum of every chain against its analysis bound, for the
   runs whose bound was fed ε measured under load (a ``--calibration`` run), and the steal.
 
@@ -22,7 +22,7 @@ Writes ``cs2_runs.csv``, ``cs2_reductions.csv``, ``cs1_bound.csv``, ``summary.js
 A run found twice (the same summary copied into two folders) counts once. Runs on different
 backends are not mixed: ``--backend`` picks one (default: cuda where there are cuda runs).
 
-    paam eval history --inputs docs/results/eval-h100 --out docs/results/eval-h100/history
+    paam eval history --inputs results/eval --out results/eval/history
 """
 from __future__ import annotations
 
@@ -35,20 +35,23 @@ from typing import Any
 
 import numpy as np
 
-from paam_experiments import common
+from paam.figures import pyplot, save
+from paam_experiments.common.methods import COLORS, METHODS
+from paam_experiments.common.report import fmt, out_dir, table, write_csv, write_json
 
 #: the paper's Fig. 11a hot-path maxima (ms, Jetson Xavier); MT's PiCAS figure is not given
 PAPER_CS2_MAX_MS = {("MT", "ROS 2"): 917.0, ("MT", "PAAM"): 83.0,
                     ("4ST", "ROS 2"): 510.0, ("4ST", "PiCAS"): 163.0, ("4ST", "PAAM"): 79.0}
-#: the issue's targets: PAAM's maximum against ROS 2's and PiCAS's, percent (None: no target)
+#: case study 2's reduction targets: PAAM's maximum against ROS 2's and PiCAS's, percent
+#: (None: no target)
 TARGET_REDUCTION_PCT = {"MT": (-91.0, None), "4ST": (-85.0, -51.0)}
 #: "MT shared": MT with ``--mt-executor shared`` (PiCAS and PAAM on one
 #: MultiThreadedPicasExecutor, the paper's MT; ROS 2's MT is the same in either), kept apart from
-#: the partitioned MT of the runs before it; "4ST C++": 4ST with ``--e0-executor cpp`` (the hot
+#: the partitioned MT; "4ST C++": 4ST with ``--e0-executor cpp`` (the hot
 #: path's executor compiled), kept apart from 4ST's rclpy E0; the paper's figures and targets
 #: are MT's and 4ST's
 SETUPS = ("4ST", "4ST C++", "MT", "MT shared")
-#: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet lent
+#: a run is on a quiet host when the host's mean steal over it is at most this, ms/s (quiet
 #: hosts stole 1-5 ms/s on average, contended ones 45-400)
 QUIET_HOST_MS_PER_S = 20.0
 #: case study 2 options that say what was run rather than how, or that the rows carry
@@ -243,7 +246,7 @@ def reductions(cs2: list[dict]) -> list[dict]:
         by_call.setdefault((r["run"], r["setup"]), {})[r["method"]] = r
     out = []
     for (run, setup), m in sorted(by_call.items()):
-        if not all(k in m for k in common.METHODS):
+        if not all(k in m for k in METHODS):
             continue
         paam = m["PAAM"]["max_ms"]
         out.append({"run": run, "date": m["PAAM"]["date"], "setup": setup,
@@ -270,7 +273,7 @@ def cs2_groups(cs2: list[dict], quiet: float = QUIET_HOST_MS_PER_S) -> list[dict
     groups: dict[tuple, list[dict]] = {}
     for r in cs2:
         groups.setdefault((r["setup"], r["method"], r["gpu_ms"]), []).append(r)
-    order = {m: i for i, m in enumerate(common.METHODS)}
+    order = {m: i for i, m in enumerate(METHODS)}
     out = []
     for (setup, method, gpu), rows in sorted(groups.items(),
                                              key=lambda kv: (kv[0][0], order.get(kv[0][1], 9),
@@ -318,7 +321,7 @@ def cs1_runs(cs1: list[dict]) -> list[dict]:
 
 def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: list[dict],
                  backend: str, quiet: float = QUIET_HOST_MS_PER_S) -> str:
-    f = common.fmt
+    f = fmt
     lines = [f"paam eval history: {len(cs2)} case study 2 method runs, "
              f"{len(runs1)} case study 1 PAAM runs with a calibrated bound ({backend} backend)"]
     if groups:
@@ -333,7 +336,7 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
                          f(paper) if paper else "-", f"{g['runs_without_drops']}/{g['runs']}"])
         lines += ["", "Case study 2, hot-path maximum per run (ms; 'no options': runs whose "
                       "command gave no option beyond setups, methods, duration, segments):",
-                  common.table(rows, right=range(2, 10))]
+                  table(rows, right=range(2, 10))]
         rows = [["setup", "method", "GPU ms", "quiet: runs", "median max", "no drop",
                  "noisy: runs", "median max", "no drop", "unsampled"]]
         for g in groups:
@@ -344,7 +347,7 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
                          str(g["by_host"]["unsampled"]["runs"])])
         lines += ["", f"By the host: quiet where it stole at most {quiet:g} ms/s on average over "
                       f"the run, noisy where more, unsampled before the runs sampled it:",
-                  common.table(rows, right=range(2, 10))]
+                  table(rows, right=range(2, 10))]
     if red:
         rows = [["setup", "GPU ms", "s", "ROS 2", "PiCAS", "PAAM", "vs ROS 2", "vs PiCAS",
                  "needs", "floor", "run"]]
@@ -360,7 +363,7 @@ def summary_text(cs2: list[dict], red: list[dict], groups: list[dict], runs1: li
                     "path's own run times and segments, the least PAAM's slowest instance "
                     "could take (its later lidar's transformer: the rear's holds the TPU "
                     "segment)",
-                  common.table(rows, right=range(1, 10))]
+                  table(rows, right=range(1, 10))]
         for setup in SETUPS:
             a, b = TARGET_REDUCTION_PCT[paper_setup(setup)]
             mine = [r for r in red if r["setup"] == setup]
@@ -408,7 +411,7 @@ def _segment_markers(cs2: list[dict]) -> dict[float, str]:
 
 
 def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     from matplotlib.lines import Line2D
     setups = [s for s in SETUPS if any(r["setup"] == s for r in cs2)]
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.6), squeeze=False)
@@ -417,7 +420,7 @@ def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
     rng = np.random.default_rng(0)
     paper_scale = all(r["scale"] == 1.0 for r in cs2)
     for ax, setup in zip(axes[0], setups):
-        for i, method in enumerate(common.METHODS):
+        for i, method in enumerate(METHODS):
             for gpu in gpus:
                 rows = [r for r in cs2 if r["setup"] == setup and r["method"] == method
                         and r["gpu_ms"] == gpu]
@@ -426,7 +429,7 @@ def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
                 x = i + rng.uniform(-0.25, 0.25, len(rows))
                 y = [r["max_ms"] for r in rows]
                 plain = np.array([not r["options"] for r in rows])
-                color = common.COLORS[method]
+                color = COLORS[method]
                 ax.scatter(x[plain], np.array(y)[plain], s=18, marker=markers[gpu], color=color,
                            alpha=0.8)
                 ax.scatter(x[~plain], np.array(y)[~plain], s=18, marker=markers[gpu],
@@ -437,8 +440,8 @@ def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
                 ax.annotate(f"paper {paper:g}", (i + 0.4, paper), fontsize=8, va="bottom",
                             ha="right")
         ax.set_yscale("log")
-        ax.set_xticks(range(len(common.METHODS)), common.METHODS)
-        ax.set_xlim(-0.6, len(common.METHODS) - 0.4)
+        ax.set_xticks(range(len(METHODS)), METHODS)
+        ax.set_xlim(-0.6, len(METHODS) - 0.4)
         n = sum(r["setup"] == setup for r in cs2)
         ax.set_title(f"{setup}: {n} runs")
         ax.set_ylabel("hot-path maximum per run (ms, log)")
@@ -449,11 +452,11 @@ def plot_cs2_maxima(cs2: list[dict], path: Path, title: str) -> None:
                               markeredgecolor="grey", label="hollow: with other options"))
         ax.legend(handles=handles, fontsize=8, loc="upper right")
     fig.suptitle(title, fontsize=10)
-    common.save(fig, path)
+    save(fig, path)
 
 
 def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     rows = [r for r in cs2 if not math.isnan(r["steal_ms_per_s"])]
     setups = [s for s in SETUPS if any(r["setup"] == s for r in rows)]
     if not setups:
@@ -461,13 +464,13 @@ def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> Non
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 4.4), squeeze=False)
     markers = _segment_markers(cs2)
     for ax, setup in zip(axes[0], setups):
-        for method in common.METHODS:
+        for method in METHODS:
             mine = [r for r in rows if r["setup"] == setup and r["method"] == method]
             for gpu, marker in markers.items():
                 part = [r for r in mine if r["gpu_ms"] == gpu]
                 if part:
                     ax.scatter([r["steal_ms_per_s"] for r in part], [r["max_ms"] for r in part],
-                               s=16, marker=marker, color=common.COLORS[method], alpha=0.8,
+                               s=16, marker=marker, color=COLORS[method], alpha=0.8,
                                label=f"{method}, {gpu:g} ms ({len(part)} runs)")
         ax.set_xlim(left=0)
         ax.axvline(quiet, color="grey", linestyle=":", linewidth=1)
@@ -481,11 +484,11 @@ def plot_cs2_steal(cs2: list[dict], path: Path, title: str, quiet: float) -> Non
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
-    common.save(fig, path)
+    save(fig, path)
 
 
 def plot_reductions(red: list[dict], path: Path, title: str) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     for setup, marker in zip(SETUPS, "oDs^"):
         rows = [r for r in red if r["setup"] == setup]
@@ -513,13 +516,13 @@ def plot_reductions(red: list[dict], path: Path, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
-    common.save(fig, path)
+    save(fig, path)
 
 
 def plot_needs(red: list[dict], path: Path, title: str) -> None:
     """Per three-method call, by setup: PAAM's maximum, the maximum its targets needed there,
     and the hot path's own work (the floor no instance goes under)."""
-    plt = common.pyplot()
+    plt = pyplot()
     setups = [s for s in SETUPS if any(r["setup"] == s for r in red)]
     fig, axes = plt.subplots(1, len(setups), figsize=(4.2 * len(setups), 4.4), squeeze=False,
                              sharey=True)
@@ -529,7 +532,7 @@ def plot_needs(red: list[dict], path: Path, title: str) -> None:
         x = np.arange(len(rows))
         ax.bar(x, [r["floor_ms"] for r in rows], width=0.7, color="#dddddd",
                label="the hot path's own work (floor)")
-        ax.scatter(x, [r["paam_max_ms"] for r in rows], color=common.COLORS["PAAM"], zorder=3,
+        ax.scatter(x, [r["paam_max_ms"] for r in rows], color=COLORS["PAAM"], zorder=3,
                    label="PAAM's maximum")
         ax.scatter(x, [r["target_needs_ms"] for r in rows], color="tab:red", marker="x",
                    zorder=3, label="what the targets needed")
@@ -541,11 +544,11 @@ def plot_needs(red: list[dict], path: Path, title: str) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(title, fontsize=10)
-    common.save(fig, path, rect=(0, 0.06, 1, 1))
+    save(fig, path, rect=(0, 0.06, 1, 1))
 
 
 def plot_cs1_bound(cs1: list[dict], path: Path, title: str) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     rows = [r for r in cs1 if r["chain"] == "chain1"]
     fig, ax = plt.subplots(figsize=(6.0, 5.0))
     steal = np.array([r["steal_ms_per_s"] for r in rows])
@@ -566,7 +569,7 @@ def plot_cs1_bound(cs1: list[dict], path: Path, title: str) -> None:
     ax.set_title(f"{title}\nat or under the bound in {held} of {len(rows)} runs", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, alpha=0.3)
-    common.save(fig, path)
+    save(fig, path)
 
 
 # -- driver -------------------------------------------------------------------------------------
@@ -588,15 +591,15 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(map(str, inputs))} (run paam eval case-study-1 or case-study-2 "
               f"first, or pass --inputs)")
         return 1
-    out = common.out_dir(args.out)
+    out = out_dir(args.out)
     quiet = args.quiet_steal
     red, groups, runs1 = reductions(cs2), cs2_groups(cs2, quiet), cs1_runs(cs1)
-    common.write_csv(out / "cs2_runs.csv", cs2)
-    common.write_csv(out / "cs2_reductions.csv", red)
-    common.write_csv(out / "cs1_bound.csv", cs1)
-    common.write_json(out / "summary.json", {"backend": backend, "inputs": list(map(str, inputs)),
-                                             "cs2_groups": groups, "cs2_reductions": red,
-                                             "cs1_runs": runs1})
+    write_csv(out / "cs2_runs.csv", cs2)
+    write_csv(out / "cs2_reductions.csv", red)
+    write_csv(out / "cs1_bound.csv", cs1)
+    write_json(out / "summary.json", {"backend": backend, "inputs": list(map(str, inputs)),
+                                      "cs2_groups": groups, "cs2_reductions": red,
+                                      "cs1_runs": runs1})
     text = summary_text(cs2, red, groups, runs1, backend, quiet)
     (out / "summary.txt").write_text(text + "\n")
     print(text)

@@ -34,8 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from paam import figures
-from paam_experiments import common
+from paam.figures import pyplot, save
+from paam_experiments.common.cpus import device_cpu, host_cpus, pin_this_thread
+from paam_experiments.common.machine import machine_line, machine_meta
+from paam_experiments.common.procs import stop_processes
+from paam_experiments.common.report import fmt, out_dir, table, write_csv, write_json
+from paam_experiments.common.stats import summarize
 
 LOCAL_STAGES = [
     ("doorbell + dispatch", "submitted", "dequeued"),
@@ -82,7 +86,7 @@ def _with_totals(m: dict[str, np.ndarray], first: str, last: str, stamps: list[d
 
 def local_python(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np.ndarray]:
     import paam
-    common.pin_this_thread(cpus)
+    pin_this_thread(cpus)
     stamps = []
     with paam.Client(priority=10, kernels=["spin"], wait=wait, socket=socket,
                      name="eval-overhead") as c:
@@ -118,7 +122,7 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
                               start_new_session=True)
     try:
         _wait_line(bridge, log.name, "ready", 60)
-        common.pin_this_thread(cpus)
+        pin_this_thread(cpus)
         stamps = []
         with RemoteClient(priority=10, kernels=["spin"], wait=wait, bridge=name,
                           connect_timeout_sec=30) as c:
@@ -127,7 +131,7 @@ def remote_ros2(socket: str, n: int, wait: str, cpus: list[int]) -> dict[str, np
                 if i >= 30:
                     stamps.append(dict(c.last_timestamps))
     finally:
-        common.stop_processes([bridge], timeout=10)
+        stop_processes([bridge], timeout=10)
         log.close()
     missing = [k for _n, a, b in REMOTE_STAGES for k in (a, b) if k not in stamps[0]]
     if missing:
@@ -152,7 +156,7 @@ def _wait_line(proc: subprocess.Popen, log_path: str, text: str, timeout: float)
 
 
 def _summaries(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
-    return {k: common.summarize(v) for k, v in m.items()}
+    return {k: summarize(v) for k, v in m.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,12 +166,12 @@ def run(args: argparse.Namespace) -> int:
     bad = [p for p in paths if p not in ("local-cpp", "local-python", "remote-ros2")]
     if bad:
         raise SystemExit(f"unknown path(s) {bad}")
-    out = common.out_dir(args.out)
-    meta = common.machine_meta(args.backend)
-    cpus = common.host_cpus(args.backend)
-    dev = common.device_cpu() if args.backend == "cpu" else None
+    out = out_dir(args.out)
+    meta = machine_meta(args.backend)
+    cpus = host_cpus(args.backend)
+    dev = device_cpu() if args.backend == "cpu" else None
     print(f"paam eval overhead: {args.requests} requests per local path, wait={args.wait}\n"
-          f"  {common.machine_line(meta)}", flush=True)
+          f"  {machine_line(meta)}", flush=True)
     from paam.testing import start_server
     results: dict[str, dict] = {}
     skipped: dict[str, str] = {}
@@ -200,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
             rows.append({"path": path, "stage": stage, "n": s.get("n", r["n"]),
                          "best_us": s["min"], "mean_us": s["mean"], "p99_us": s["p99"],
                          "max_us": s["max"]})
-    common.write_csv(out / "stages.csv", rows)
-    common.write_json(out / "summary.json", {
+    write_csv(out / "stages.csv", rows)
+    write_json(out / "summary.json", {
         "meta": meta, "params": {"requests": args.requests, "wait": args.wait,
                                  "kernel": "spin, duration 0 (no payload)"},
         "skipped": skipped,
@@ -232,20 +236,20 @@ def _write_raw(path: Path, m: dict[str, np.ndarray]) -> None:
 
 def render(results: dict, meta: dict, wait: str, skipped: dict) -> str:
     lines = [f"Request overhead by stage (µs), wait={wait}, spin kernel of 0 ms",
-             common.machine_line(meta), ""]
+             machine_line(meta), ""]
     for path, r in results.items():
         rows = [[f"{path} ({r['n']} requests)", "best", "mean", "p99", "max"]]
         for stage, s in r["stages"].items():
-            rows.append([stage, common.fmt(s["min"]), common.fmt(s["mean"]),
-                         common.fmt(s["p99"]), common.fmt(s["max"])])
-        lines += [common.table(rows, right=range(1, 5)), ""]
+            rows.append([stage, fmt(s["min"]), fmt(s["mean"]),
+                         fmt(s["p99"]), fmt(s["max"])])
+        lines += [table(rows, right=range(1, 5)), ""]
     for path, why in skipped.items():
         lines.append(f"{path}: not measured: {why}")
     return "\n".join(lines) + "\n"
 
 
 def plot(results: dict, path: Path) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n + 1, 4.2), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
@@ -267,4 +271,4 @@ def plot(results: dict, path: Path) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle("Overhead breakdown per request stage (Fig. 12)", fontsize=10)
-    figures.save(fig, path, dpi=100, rect=(0, 0.07, 1, 1))
+    save(fig, path, dpi=100, rect=(0, 0.07, 1, 1))

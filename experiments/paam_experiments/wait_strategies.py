@@ -30,6 +30,7 @@ several runs wrote (each part's warm-up dropped), so a run cut into pieces repor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -42,7 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
-from paam_experiments import common
+from paam.figures import pyplot, save
+from paam_experiments.common.cpus import device_cpu, host_cpus, pin_this_thread
+from paam_experiments.common.machine import machine_line, machine_meta
+from paam_experiments.common.report import fmt, out_dir, table, write_csv, write_json
+from paam_experiments.common.stats import summarize
 
 CONFIGS = ("paam-spin", "paam-suspend", "paam-hybrid", "direct-processes", "direct-threads")
 
@@ -77,23 +82,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results/eval/wait-strategies")
 
 
+
+@dataclasses.dataclass
+class Workload:
+    """What every unit runs: ``frames`` frames of ``period_ms``, one kernel of ``kernel_ms`` per
+    unit and frame, on ``backend`` (the CPU backend's device core ``device_cpu``; -2 on cuda),
+    the hybrid wait's spin window, and the cores of the units."""
+
+    frames: int
+    units: int
+    kernel_ms: float
+    period_ms: float
+    backend: str
+    hybrid_spin_us: float
+    device_cpu: int
+    client_cpus: list[int]
+
+
 # -- the units ----------------------------------------------------------------------------------
 
 
-def _unit_loop(config: str, unit: int, cfg: dict, socket: str | None, start_at: float,
+def _unit_loop(config: str, unit: int, workload: Workload, socket: str | None, start_at: float,
                out: dict) -> None:
     import paam
     direct = config.startswith("direct")
     wait = config.split("-", 1)[1] if not direct else "suspend"
-    n = cfg["frames"]
-    period = cfg["period_ms"] / 1e3
+    n = workload.frames
+    period = workload.period_ms / 1e3
     start = np.zeros(n, dtype=np.int64)
     end = np.zeros(n, dtype=np.int64)
     dev = np.zeros(n, dtype=np.int64)
     with paam.Client(priority=10, kernels=["spin"], wait=wait, socket=socket,
-                     name=f"{config}-u{unit}", direct=direct, direct_backend=cfg["backend"],
-                     device_cpu=cfg["device_cpu"], hybrid_spin_us=cfg["hybrid_spin_us"]) as c:
-        kernel_ms = cfg["kernel_ms"]
+                     name=f"{config}-u{unit}", direct=direct, direct_backend=workload.backend,
+                     device_cpu=workload.device_cpu, hybrid_spin_us=workload.hybrid_spin_us) as c:
+        kernel_ms = workload.kernel_ms
         c.request("spin", duration_ms=kernel_ms)  # first-use costs (page faults, JIT) out
         mono = time.monotonic
         sleep = time.sleep
@@ -113,16 +135,16 @@ def _unit_loop(config: str, unit: int, cfg: dict, socket: str | None, start_at: 
     out[unit] = (start, end, dev)
 
 
-def _worker_main(config: str, units: list[int], cfg: dict, socket: str | None, start_at: float,
-                 path: str, client_cpus: list[int]) -> None:
+def _worker_main(config: str, units: list[int], workload: Workload, socket: str | None,
+                 start_at: float, path: str, client_cpus: list[int]) -> None:
     """One process: its units as threads (one unit unless direct-threads)."""
-    common.pin_this_thread(client_cpus)
+    pin_this_thread(client_cpus)
     out: dict = {}
     errors: list[str] = []
 
     def run(u: int) -> None:
         try:
-            _unit_loop(config, u, cfg, socket, start_at, out)
+            _unit_loop(config, u, workload, socket, start_at, out)
         except Exception as exc:  # noqa: BLE001 - reported by the parent
             errors.append(f"unit {u}: {type(exc).__name__}: {exc}")
 
@@ -138,9 +160,9 @@ def _worker_main(config: str, units: list[int], cfg: dict, socket: str | None, s
                       for k, arr in (("start", s), ("end", e), ("dev", d))})
 
 
-def run_config(config: str, cfg: dict, socket: str | None, tmp: str) -> dict[int, dict]:
+def run_config(config: str, workload: Workload, socket: str | None, tmp: str) -> dict[int, dict]:
     ctx = mp.get_context("spawn")
-    k = cfg["units"]
+    k = workload.units
     groups = [list(range(k))] if config == "direct-threads" else [[u] for u in range(k)]
     # Start time far enough ahead for every process to start and register.
     start_at = time.monotonic() + 1.5 + 0.3 * len(groups)
@@ -149,10 +171,11 @@ def run_config(config: str, cfg: dict, socket: str | None, tmp: str) -> dict[int
         path = os.path.join(tmp, f"{config}-{g}.npz")
         paths.append(path)
         p = ctx.Process(target=_worker_main,
-                        args=(config, units, cfg, socket, start_at, path, cfg["client_cpus"]))
+                        args=(config, units, workload, socket, start_at, path,
+                              workload.client_cpus))
         p.start()
         procs.append(p)
-    budget = 60 + cfg["frames"] * cfg["period_ms"] / 1e3 * 3
+    budget = 60 + workload.frames * workload.period_ms / 1e3 * 3
     for p in procs:
         p.join(budget)
         if p.is_alive():
@@ -180,15 +203,16 @@ def analyse(data: dict[int, dict]) -> dict:
     starts = np.stack([data[u]["start"] for u in units])
     ends = np.stack([data[u]["end"] for u in units])
     frame_us = (ends.max(axis=0) - starts.min(axis=0)) / 1e3
-    return {"request": common.summarize(exec_us), "frame": common.summarize(frame_us),
-            "device": common.summarize(dev_us)}
+    return {"request": summarize(exec_us), "frame": summarize(frame_us),
+            "device": summarize(dev_us)}
 
 
-def save_raw(path: Path, data: dict[int, dict], cfg: dict, warmup: int, meta: dict) -> None:
+def save_raw(path: Path, data: dict[int, dict], workload: Workload, warmup: int,
+             meta: dict) -> None:
     """Per-iteration start/end/device ns of every unit, with the parameters that made them and
     where (``meta``)."""
-    np.savez_compressed(path, params_json=np.array(json.dumps({**cfg, "warmup": warmup,
-                                                               "meta": meta})),
+    params = {**dataclasses.asdict(workload), "warmup": warmup, "meta": meta}
+    np.savez_compressed(path, params_json=np.array(json.dumps(params)),
                         **{f"u{u}_{k}": v for u, d in data.items() for k, v in d.items()})
 
 
@@ -237,7 +261,7 @@ def _gpu_ids() -> list[str]:
     return [str(i) for i in range(len(gpus))]
 
 
-def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warmup: int,
+def run_concurrent(args: argparse.Namespace, configs: list[str], workload: Workload, warmup: int,
                    out: Path) -> dict[str, Path]:
     """Every configuration at once in a ``paam eval wait-strategies`` of its own, each with a
     device of its own (cuda: one GPU through CUDA_VISIBLE_DEVICES; cpu: the last core of its
@@ -256,13 +280,13 @@ def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warm
               "share them", flush=True)
     procs = []
     for i, config in enumerate(configs):
-        part = common.out_dir(out / "parts" / config)
+        part = out_dir(out / "parts" / config)
         mine = cpus[i * share:(i + 1) * share]
         cmd = [sys.executable, "-m", "paam.cli", "eval", "wait-strategies", "--backend",
                args.backend,
                "--configs", config, "--iterations", str(args.iterations), "--units",
                str(args.units), "--kernel-ms", str(args.kernel_ms), "--period-ms",
-               str(cfg["period_ms"]), "--warmup", str(warmup), "--hybrid-spin-us",
+               str(workload.period_ms), "--warmup", str(warmup), "--hybrid-spin-us",
                str(args.hybrid_spin_us), "--no-plots", "--out", str(part)]
         log = open(part / "run.log", "w")  # noqa: SIM115 - closed below
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -273,7 +297,7 @@ def run_concurrent(args: argparse.Namespace, configs: list[str], cfg: dict, warm
         procs.append((config, log, subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
             preexec_fn=lambda m=mine: os.sched_setaffinity(0, m))))
-    budget = 120 + args.iterations * cfg["period_ms"] / 1e3 * 3
+    budget = 120 + args.iterations * workload.period_ms / 1e3 * 3
     t0 = time.monotonic()
     next_note = 60.0
     failed = None
@@ -319,27 +343,28 @@ def run(args: argparse.Namespace) -> int:
         return report_from_raw(args, configs)
     period = args.period_ms or (2 * args.units * args.kernel_ms + 0.5)
     warmup = _warmup(args.iterations, args.warmup)
-    cfg = {"frames": args.iterations, "units": args.units, "kernel_ms": args.kernel_ms,
-           "period_ms": period, "backend": args.backend, "hybrid_spin_us": args.hybrid_spin_us,
-           "device_cpu": common.device_cpu() if args.backend == "cpu" else -2,
-           "client_cpus": common.host_cpus(args.backend)}
-    out = common.out_dir(args.out)
-    meta = common.machine_meta(args.backend)
+    workload = Workload(
+        frames=args.iterations, units=args.units, kernel_ms=args.kernel_ms, period_ms=period,
+        backend=args.backend, hybrid_spin_us=args.hybrid_spin_us,
+        device_cpu=device_cpu() if args.backend == "cpu" else -2,
+        client_cpus=host_cpus(args.backend))
+    out = out_dir(args.out)
+    meta = machine_meta(args.backend)
     runs = 1 if args.concurrent else len(configs)
     est = runs * args.iterations * period / 1e3
     print(f"paam eval wait-strategies: {args.units} units x {args.kernel_ms} ms kernel every "
           f"{period:.2f} ms, {args.iterations} frames per configuration"
           + (", configurations at once" if args.concurrent else "") + f" (about {est:.0f} s)\n"
-          f"  {common.machine_line(meta)}"
-          + ("" if args.concurrent else f"; units on CPUs {cfg['client_cpus']}")
-          + (f", device core {cfg['device_cpu']}" if args.backend == "cpu" and not args.concurrent
+          f"  {machine_line(meta)}"
+          + ("" if args.concurrent else f"; units on CPUs {workload.client_cpus}")
+          + (f", device core {workload.device_cpu}" if args.backend == "cpu" and not args.concurrent
              else ""), flush=True)
 
     raw: dict[str, dict] = {}
     if args.concurrent:
-        for config, path in run_concurrent(args, configs, cfg, warmup, out).items():
+        for config, path in run_concurrent(args, configs, workload, warmup, out).items():
             raw[config] = join_parts([(load_raw(path)[0], warmup)])
-            os.replace(path, common.out_dir(out / "raw") / f"{config}.npz")
+            os.replace(path, out_dir(out / "raw") / f"{config}.npz")
     else:
         from paam.testing import start_server
         with tempfile.TemporaryDirectory(prefix="paam-eval-") as tmp:
@@ -347,15 +372,16 @@ def run(args: argparse.Namespace) -> int:
                 print(f"[{i}/{len(configs)}] {config} ...", flush=True)
                 if config.startswith("paam"):
                     with start_server(buckets=1, backend=args.backend,
-                                      device_cpu=cfg["device_cpu"] if args.backend == "cpu"
+                                      device_cpu=workload.device_cpu if args.backend == "cpu"
                                       else None) as srv:
-                        data = run_config(config, cfg, srv.socket_path, tmp)
+                        data = run_config(config, workload, srv.socket_path, tmp)
                 else:
-                    data = run_config(config, cfg, None, tmp)
-                save_raw(common.out_dir(out / "raw") / f"{config}.npz", data, cfg, warmup, meta)
+                    data = run_config(config, workload, None, tmp)
+                save_raw(out_dir(out / "raw") / f"{config}.npz", data, workload, warmup, meta)
                 raw[config] = join_parts([(data, warmup)])
-    return report(raw, meta, {**cfg, "frames_kept": args.iterations - warmup, "warmup": warmup},
-                  out, not args.no_plots)
+    params = {**dataclasses.asdict(workload), "frames_kept": args.iterations - warmup,
+              "warmup": warmup}
+    return report(raw, meta, params, out, not args.no_plots)
 
 
 def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
@@ -398,7 +424,7 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
               else ", ".join(f"{c} {n}" for c, n in kept.items()))
     meta = p.pop("meta", None)
     if meta is None:
-        meta = {**common.machine_meta(p.get("backend", args.backend)),
+        meta = {**machine_meta(p.get("backend", args.backend)),
                 "note": "the raw files say nothing of their machine: this is the machine that "
                         "analysed them"}
         print(f"  note: {meta['note']}", flush=True)
@@ -406,7 +432,7 @@ def report_from_raw(args: argparse.Namespace, configs: list[str]) -> int:
     cfg = {**p, "frames_kept": frames, "warmup": 0, "parts": parts_of, "runs": runs}
     print("paam eval wait-strategies --from-raw: "
           + ", ".join(f"{c} ({parts_of[c]} part(s), {kept[c]} frames)" for c in raw), flush=True)
-    return report(raw, meta, cfg, common.out_dir(args.out), not args.no_plots, wrote_raw=False)
+    return report(raw, meta, cfg, out_dir(args.out), not args.no_plots, wrote_raw=False)
 
 
 def _summary_meta(raw_file: Path) -> dict | None:
@@ -435,9 +461,9 @@ def report(raw: dict[str, dict], meta: dict, cfg: dict, out: Path, plots: bool,
                          "mmet_us": s["max"], "min_us": s["min"], "avg_jitter_us": s["avg_jitter"],
                          "p2v_us": s["p2v"], "p50_us": s["p50"], "p99_us": s["p99"],
                          "p999_us": s["p999"]})
-    common.write_csv(out / "summary.csv", rows)
-    common.write_json(out / "summary.json", {"meta": meta, "params": cfg,
-                                             "results": results})
+    write_csv(out / "summary.csv", rows)
+    write_json(out / "summary.json", {"meta": meta, "params": cfg,
+                                      "results": results})
     text = render(results, meta, cfg)
     (out / "summary.txt").write_text(text)
     print("\n" + text)
@@ -458,18 +484,18 @@ def render(results: dict, meta: dict, cfg: dict) -> str:
     joined = f" ({joined})" if joined else ""
     head = [f"Wait strategies: {cfg['units']} units, {cfg['kernel_ms']} ms kernel, period "
             f"{cfg['period_ms']:.2f} ms, {cfg['frames_kept']} frames after warm-up{joined}",
-            f"{common.machine_line(meta)}", ""]
+            f"{machine_line(meta)}", ""]
     rows = [["configuration", "MET us", "MMET us", "min us", "avg jitter", "P2V us", "p99 us",
              "frame MET", "frame MMET", "kernel us"]]
     for config, r in results.items():
         q, f, d = r["request"], r["frame"], r["device"]
-        rows.append([config, common.fmt(q["mean"]), common.fmt(q["max"]), common.fmt(q["min"]),
-                     common.fmt(q["avg_jitter"]), common.fmt(q["p2v"]), common.fmt(q["p99"]),
-                     common.fmt(f["mean"]), common.fmt(f["max"]), common.fmt(d["mean"])])
+        rows.append([config, fmt(q["mean"]), fmt(q["max"]), fmt(q["min"]),
+                     fmt(q["avg_jitter"]), fmt(q["p2v"]), fmt(q["p99"]),
+                     fmt(f["mean"]), fmt(f["max"]), fmt(d["mean"])])
     notes = ["", "per request: submit to result in the unit; frame: first submit to last result;",
              "avg jitter = mean |t - MET|; P2V = MMET - min; kernel = device time the backend "
              "measured (mean)"]
-    return "\n".join(head) + common.table(rows, right=range(1, 10)) + "\n" + "\n".join(notes) + "\n"
+    return "\n".join(head) + table(rows, right=range(1, 10)) + "\n" + "\n".join(notes) + "\n"
 
 
 def _exec_us(data: dict) -> list[np.ndarray]:
@@ -477,7 +503,7 @@ def _exec_us(data: dict) -> list[np.ndarray]:
 
 
 def plot_histograms(raw: dict, path: Path, cfg: dict) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     n = len(raw)
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
     allv = np.concatenate([np.concatenate(_exec_us(d)) for d in raw.values()])
@@ -496,11 +522,11 @@ def plot_histograms(raw: dict, path: Path, cfg: dict) -> None:
     axes[-1, 0].set_xlabel(f"request execution time (µs), kernel {cfg['kernel_ms'] * 1e3:.0f} µs; "
                            "last bin holds everything beyond")
     fig.suptitle("Wait strategies: histograms of the per-request execution time", fontsize=10)
-    common.save(fig, path)
+    save(fig, path)
 
 
 def plot_profiles(raw: dict, path: Path, cfg: dict) -> None:
-    plt = common.pyplot()
+    plt = pyplot()
     n = len(raw)
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.7 * n + 0.6), sharex=True, squeeze=False)
     for ax, (config, data) in zip(axes[:, 0], raw.items()):
@@ -512,4 +538,4 @@ def plot_profiles(raw: dict, path: Path, cfg: dict) -> None:
         ax.text(0.99, 0.85, config, transform=ax.transAxes, ha="right", fontsize=8)
     axes[-1, 0].set_xlabel("iteration")
     fig.suptitle("Wait strategies: execution profiles (every request in order)", fontsize=10)
-    common.save(fig, path, dpi=80)  # rasterized dots: keeps the PNG small
+    save(fig, path, dpi=80)  # rasterized dots: keeps the PNG small

@@ -150,23 +150,20 @@ def test_options_are_what_the_command_line_gave_beyond_what_it_ran():
     assert history._options("paam eval case-study-2 --tpu-ms 2 --gpu-ms 1") == "--tpu-ms 2"
 
 
-def test_the_committed_h100_roll_up_counts_every_kept_run():
-    """docs/results/eval-h100/history/ is what evaluation.md's targets table quotes; a session
-    that adds runs under docs/results/eval-h100 reruns the roll-up (the command in its
-    README.txt)."""
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
-    results = root / "docs" / "results" / "eval-h100"
-    committed = results / "history" / "summary.json"
-    if not committed.exists():
-        pytest.skip("no committed roll-up in this checkout")
-    cs2, cs1 = history.collect([results])
-    data = json.loads(committed.read_text())
-    assert sum(g["runs"] for g in data["cs2_groups"]) == len(cs2), (
-        "case study 2 runs were added or removed since the roll-up: rerun paam eval history "
-        "--inputs docs/results/eval-h100 --out docs/results/eval-h100/history and update "
-        "the figures quoted from it")
-    assert len(data["cs1_runs"]) == len({r["run"] for r in cs1})
+def test_the_roll_up_counts_every_run_it_reads(tree, tmp_path):
+    """summary.json's groups hold every case study 2 row that collect() reads on the chosen
+    backend (the copy counted once), and cs1_runs every calibrated case study 1 run: a roll-up
+    that a figure quotes accounts for each run under its inputs."""
+    out = tmp_path / "out"
+    r = _paam("eval", "history", "--inputs", str(tree), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((out / "summary.json").read_text())
+    cs2, cs1 = history.collect([tree])
+    cs2 = [x for x in cs2 if x["backend"] == data["backend"]]
+    cs1 = [x for x in cs1 if x["backend"] == data["backend"]]
+    assert sum(g["runs"] for g in data["cs2_groups"]) == len(cs2) == 4
+    assert len(data["cs1_runs"]) == len({x["run"] for x in cs1}) == 2
+    assert len(list(csv.DictReader((out / "cs2_runs.csv").open()))) == len(cs2)
 
 
 def test_mt_with_the_shared_executor_is_its_own_setup_compared_with_the_papers_mt(tmp_path):
