@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `paam analyze ... | head`: the reader left; not an error of ours
+        sys.stdout = None  # nothing more to flush at exit
+        return 0
 
 
 if __name__ == "__main__":
