@@ -15,7 +15,7 @@ import numpy as np
 from paam.ros.rt import apply_rt, dds_threads_rt, lock_memory
 from paam_experiments.case_study1.config import ExecutorPlan
 from paam_experiments.common.collector import GcPauses
-from paam_experiments.common.cpus import pin_this_thread
+from paam_experiments.common.cpus import at_normal_priority, pin_this_thread
 from paam_experiments.common.procs import child_failed, synchronous_start
 from paam_experiments.overhead import LOCAL_STAGES
 
@@ -45,28 +45,6 @@ def executor_main(plan: ExecutorPlan, path: str, sync: dict) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported by the parent
         sync["ready"].put("failed")
         child_failed(path, exc)
-
-
-def _drop_priority_for(request) -> None:
-    """Runs ``request()`` at SCHED_OTHER nice 0, then restores the thread's scheduling: a GPU
-    time-slices its contexts whatever their CPU priority, so a direct kernel on the CPU
-    backend's device core must not keep the executor's."""
-    saved = os.sched_getscheduler(0), os.sched_getparam(0), os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        if saved[0] != os.SCHED_OTHER:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        if saved[2] != 0:
-            os.setpriority(os.PRIO_PROCESS, 0, 0)
-    except OSError:
-        pass
-    request()
-    try:
-        if saved[0] != os.SCHED_OTHER:
-            os.sched_setscheduler(0, saved[0], saved[1])
-        if saved[2] != 0:
-            os.setpriority(os.PRIO_PROCESS, 0, saved[2])
-    except OSError:
-        pass
 
 
 def _executor(plan: ExecutorPlan, path: str, sync: dict) -> None:
@@ -137,7 +115,7 @@ def _executor(plan: ExecutorPlan, path: str, sync: dict) -> None:
 
     def run_segment(client, ms: float, chain_name: str) -> None:
         if kernel_drop:
-            _drop_priority_for(lambda: client.request("spin", duration_ms=ms))
+            at_normal_priority(lambda: client.request("spin", duration_ms=ms))
         else:
             client.request("spin", duration_ms=ms)
         if method == "paam" and time.monotonic_ns() >= record_from[0]:

@@ -12,27 +12,15 @@ from paam_experiments.case_study1.runner import Placement, run_methods
 from paam_experiments.case_study1.system import fair_buckets, scaled_system, select_chains, \
     set_wait
 from paam_experiments.common.cpus import device_cpu, host_cpus
-from paam_experiments.common.machine import machine_line, machine_meta
+from paam_experiments.common.machine import machine_line, machine_meta, ros_missing
 from paam_experiments.common.report import out_dir
 from paam_experiments.common.server import server_cores
-
-
-def _ros_missing() -> str | None:
-    """Why ROS 2 cannot run the executors here, or None."""
-    from paam.ros import ROS_MISSING_HINT, ros_available
-    if not ros_available():
-        return ROS_MISSING_HINT
-    try:
-        import std_msgs.msg  # noqa: F401
-    except ImportError:
-        return "std_msgs is missing (scripts/requirements-ros.txt)"
-    return None
 
 
 def run(config: Config) -> int:
     """Runs the case study as ``config`` says and writes its results into ``config.out``;
     returns the exit status (2 without ROS 2)."""
-    missing = _ros_missing()
+    missing = ros_missing()
     if missing:
         print(f"paam eval case-study-1: {missing}")
         return 2

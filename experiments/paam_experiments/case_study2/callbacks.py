@@ -9,12 +9,12 @@ the nodes on it.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 import zlib
 
 from paam_experiments import common
+from paam_experiments.common.cpus import at_normal_priority
 from paam_experiments.case_study2 import graph, records, threads
 from paam_experiments.case_study2.config import ProcessConfig
 
@@ -179,25 +179,8 @@ class ProcessGraph:
 
     def _blocking_segment(self, client, ms: float, drop: bool) -> None:
         if drop:
-            # A direct kernel runs on this thread (pinned to the device core): at SCHED_OTHER
-            # nice 0, as a GPU time-slices contexts whatever their CPU priority.
-            saved = (os.sched_getscheduler(0), os.sched_getparam(0),
-                     os.getpriority(os.PRIO_PROCESS, 0))
-            try:
-                if saved[0] != os.SCHED_OTHER:
-                    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-                if saved[2] != 0:
-                    os.setpriority(os.PRIO_PROCESS, 0, 0)
-            except OSError:
-                pass
-            client.request("spin", duration_ms=ms)
-            try:
-                if saved[0] != os.SCHED_OTHER:
-                    os.sched_setscheduler(0, saved[0], saved[1])
-                if saved[2] != 0:
-                    os.setpriority(os.PRIO_PROCESS, 0, saved[2])
-            except OSError:
-                pass
+            # A direct kernel runs on this thread (pinned to the device core).
+            at_normal_priority(lambda: client.request("spin", duration_ms=ms))
         else:
             client.request("spin", duration_ms=ms)
 

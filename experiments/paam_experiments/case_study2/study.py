@@ -12,6 +12,7 @@ from paam_experiments import common
 from paam_experiments.case_study2 import graph, kpis, outputs, plots, report, runner
 from paam_experiments.case_study2.config import Config, resolve
 from paam_experiments.case_study2.placement import Placement, cores_line, placement_for
+from paam_experiments.common.machine import ros_missing
 
 _FIGURES = "fig11a_hot_path_latency.png, fig11b_bp_period.png, fig11c_drops.png"
 
@@ -22,18 +23,6 @@ def replot(cfg: Config) -> int:
     plots.replot(out, inputs)
     print(f"redrew {out}/{_FIGURES}")
     return 0
-
-
-def _ros_missing() -> str | None:
-    """Why ROS 2 cannot run the case study here, None where it can."""
-    from paam.ros import ROS_MISSING_HINT, ros_available
-    if not ros_available():
-        return ROS_MISSING_HINT
-    try:
-        import std_msgs.msg  # noqa: F401
-    except ImportError:
-        return "std_msgs is missing (scripts/requirements-ros.txt)"
-    return None
 
 
 def _suspend_where_cores_are_shared(cfg: Config, placement: Placement) -> Config:
@@ -55,7 +44,7 @@ def _suspend_where_cores_are_shared(cfg: Config, placement: Placement) -> Config
 def run(cfg: Config) -> int:
     if cfg.replot:
         return replot(cfg)
-    why = _ros_missing()
+    why = ros_missing()
     if why:
         print(f"paam eval case-study-2: {why}")
         return 2

@@ -117,3 +117,27 @@ class ThreadSchedStat:
         except (OSError, ValueError, IndexError):
             return (-1, -1)
         return time.thread_time_ns(), waited
+
+
+def at_normal_priority(call):
+    """Runs ``call()`` at SCHED_OTHER nice 0, then restores the thread's scheduling, and returns
+    what it returned: a GPU time-slices its contexts whatever their CPU priority, so a direct
+    kernel on the CPU backend's device core must not keep the executor's priority."""
+    saved = os.sched_getscheduler(0), os.sched_getparam(0), os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        if saved[0] != os.SCHED_OTHER:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        if saved[2] != 0:
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:
+        pass
+    try:
+        return call()
+    finally:
+        try:
+            if saved[0] != os.SCHED_OTHER:
+                os.sched_setscheduler(0, saved[0], saved[1])
+            if saved[2] != 0:
+                os.setpriority(os.PRIO_PROCESS, 0, saved[2])
+        except OSError:
+            pass

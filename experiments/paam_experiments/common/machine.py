@@ -103,3 +103,15 @@ def device_core_line(demand_by_unit: dict[str, list[float]], meta: dict[str, Any
                      "all busy the kernel throttles them")
         parts.append(text)
     return "; ".join(parts)
+
+
+def ros_missing() -> str | None:
+    """Why ROS 2 cannot run the case studies' executors here, or None where it can."""
+    from paam.ros import ROS_MISSING_HINT, ros_available
+    if not ros_available():
+        return ROS_MISSING_HINT
+    try:
+        import std_msgs.msg  # noqa: F401
+    except ImportError:
+        return "std_msgs is missing (scripts/requirements-ros.txt)"
+    return None
