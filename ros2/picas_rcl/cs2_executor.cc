@@ -52,8 +52,8 @@ using paam_ros::Check;
 using paam_ros::MonotonicNs;
 using paam_ros::Quiet;
 
-constexpr int64_t kNoStamp = -(int64_t{1} << 62);  // case_study2._NO_STAMP
-constexpr int64_t kCallsBeforeNs = 1'000'000'000;   // case_study2._CALLS_BEFORE_NS
+constexpr int64_t kNoStamp = -(int64_t{1} << 62);  // case_study2.records.NO_STAMP
+constexpr int64_t kCallsBeforeNs = 1'000'000'000;   // case_study2.records.CALLS_BEFORE_NS
 constexpr int kMaxNodes = 64;
 
 // ---------------------------------------------------------------------------------- the spec
@@ -197,7 +197,7 @@ void Pack(const History& h, Msg& m) {
   }
 }
 
-// case_study2._merge: per node, the later stamp wins.
+// case_study2.nodes.merge_history: per node, the later stamp wins.
 void Merge(History& into, const History& other) {
   for (int k = 0; k < kMaxNodes; ++k) {
     if (other[k].present && (!into[k].present || other[k].stamp > into[k].stamp)) into[k] = other[k];
@@ -259,7 +259,7 @@ std::unique_ptr<paam::Client> Connect(const Spec& s, bool tpu, int priority, con
     o.socket_path = tpu ? s.tpu_socket : s.gpu_socket;
     o.wait = wait == "spin" ? paam::WaitMode::kSpin
              : wait == "hybrid" ? paam::WaitMode::kHybrid : paam::WaitMode::kSuspend;
-  } else {  // direct invocation, as case_study2._Graph._gpu_client/_tpu_client
+  } else {  // direct invocation, as case_study2.callbacks.ProcessGraph._gpu_client/_tpu_client
     o.priority = tpu ? 0 : static_cast<uint32_t>(priority);
     o.direct = true;
     o.direct_backend = tpu ? "cpu" : s.backend;
@@ -272,7 +272,7 @@ std::unique_ptr<paam::Client> Connect(const Spec& s, bool tpu, int priority, con
 }
 
 // A direct kernel on the CPU runs on the calling thread: at SCHED_OTHER nice 0 meanwhile
-// (case_study2._Graph._blocking_segment).
+// (case_study2.callbacks.ProcessGraph._blocking_segment).
 class DroppedPriority {
  public:
   explicit DroppedPriority(bool drop) : drop_(drop) {
@@ -299,7 +299,7 @@ class DroppedPriority {
   sched_param param_{};
 };
 
-// One callback's work (case_study2._Graph._work_fn): the burn, then the segments.
+// One callback's work (case_study2.callbacks.ProcessGraph.work_fn): the burn, then the segments.
 class Work {
  public:
   Work(const Spec& s, Records& r, const NodeSpec& node, const CallbackSpec& cb, double run_ms)
@@ -447,7 +447,7 @@ class Graph {
     Check(rcl_publish(&p->pub, &p->msg, nullptr), "rcl_publish");
   }
 
-  // case_study2._Graph._callback: every callback of this executor noted with when it ran.
+  // case_study2.callbacks.ProcessGraph._callback: every callback of this executor noted with when it ran.
   template <typename F>
   auto Noted(int64_t chain_priority, F body) {
     return [this, chain_priority, body](auto... args) mutable {
@@ -586,7 +586,7 @@ class Graph {
     }
   }
 
-  // case_study2._Graph._hot: one hot-path instance, at the estimator's end.
+  // case_study2.nodes.record_hot_instance: one hot-path instance, at the estimator's end.
   void Hot(const History& h, int64_t estimator_start) {
     const int64_t end = MonotonicNs();
     const Entry& f = h[spec_.front];
