@@ -45,6 +45,17 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "error under PAAM_REQUIRE_ROS=1)")
 
 
+@pytest.fixture(autouse=True)
+def _keep_cpu_affinity():
+    """Give the test process its cores back after each test: code that pins the calling thread,
+    as it would in its own child process (case_study2.cpp.run), must not leave the processes
+    later tests start on one core."""
+    cpus = os.sched_getaffinity(0)
+    yield
+    if os.sched_getaffinity(0) != cpus:
+        os.sched_setaffinity(0, cpus)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("ros") is None and "ros_context" not in item.fixturenames:
         return
