@@ -21,27 +21,33 @@ _COMMAND_MODULES = [
 ]
 
 
-def _register_experiments(sub: argparse._SubParsersAction) -> None:
+_EVAL_HELP = "evaluation experiments (paper figures) into results/eval/"
+
+
+def _register_experiments(sub: argparse._SubParsersAction, load: bool) -> None:
     """``paam eval``: the paper's experiments live in the ``paam_experiments`` annex
-    (``experiments/`` in the repository), installed beside paam by ``make install``."""
-    try:
-        from paam_experiments.cli import register
-    except ImportError as err:
-        if getattr(err, "name", None) not in ("paam_experiments", "paam_experiments.cli"):
-            raise
-        p = sub.add_parser("eval", help="the paper's experiments (needs the experiments annex)")
-        p.add_argument("rest", nargs=argparse.REMAINDER)
+    (``experiments/`` in the repository), installed beside paam by ``make install``. It is
+    imported only when ``eval`` is the command, so no other command depends on it."""
+    if load:
+        try:
+            from paam_experiments.cli import register
+        except ImportError as err:
+            if getattr(err, "name", None) not in ("paam_experiments", "paam_experiments.cli"):
+                raise
+        else:
+            register(sub)
+            return
+    p = sub.add_parser("eval", help=_EVAL_HELP, add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
 
-        def missing(_args: argparse.Namespace) -> int:
-            print("paam eval: the experiments annex is not installed; from a checkout of paam run "
-                  "`make install` (or `pip install ./experiments`)", file=sys.stderr)
-            return 2
-        p.set_defaults(func=missing)
-        return
-    register(sub)
+    def missing(_args: argparse.Namespace) -> int:
+        print("paam eval: the experiments annex is not installed; from a checkout of paam run "
+              "`make install` (or `pip install ./experiments`)", file=sys.stderr)
+        return 2
+    p.set_defaults(func=missing)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_experiments: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paam",
         description="Priority-driven accelerator access management (PAAM).")
@@ -49,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    _register_experiments(sub)
+    _register_experiments(sub, load=with_experiments)
     return parser
 
 
@@ -58,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["serve"]:  # every option belongs to paamd, none to argparse
         from .commands.serve import exec_paamd
         return exec_paamd(argv[1:])
-    parser = build_parser()
+    parser = build_parser(with_experiments=argv[:1] == ["eval"])
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

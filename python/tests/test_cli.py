@@ -71,3 +71,26 @@ def test_serve_passes_every_option_to_paamd(tmp_path):
         proc.terminate()
         proc.wait(10)
         proc.stdout.close()
+
+
+_WITHOUT_ANNEX = ("import sys; sys.modules['paam_experiments'] = None; "  # import fails as if absent
+                  "from paam.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def test_commands_other_than_eval_never_import_the_experiments_annex():
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_ANNEX, "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "eval" in out.stdout and "kernels" in out.stdout
+    probe = ("import sys; from paam.cli import main; main(['kernels']); "
+             "print('annex imported:', 'paam_experiments' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "annex imported: False" in out.stdout
+
+
+def test_eval_without_the_annex_says_how_to_install_it():
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_ANNEX, "eval", "case-study-1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "experiments annex is not installed" in out.stderr and "make install" in out.stderr
