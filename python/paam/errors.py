@@ -94,11 +94,19 @@ class SystemError_(PaamError, OSError):
     code = "system_error"
 
 
+class PermissionDenied(PaamError, PermissionError):
+    """Raised when the server runs as a uid this process does not trust (another user's server
+    on the socket path; see ``PAAM_TRUSTED_SERVER_UIDS`` in docs/security.md), or when paamd
+    refuses a socket directory that is not private to it."""
+    code = "permission_denied"
+
+
 # Numeric codes as in core/include/paam/status.h (paam::Errc).
 _BY_CODE = {
     1: ServerNotRunning, 2: NotAdmitted, 3: UnknownKernel, 4: InputTooLarge, 5: ServerDied,
     6: PaamTimeout, 7: InvalidArgument, 8: VersionMismatch, 9: ProtocolError, 10: Busy,
     11: KernelFailed, 12: ResourceExhausted, 13: Closed, 14: SystemError_, 15: OutputTooLarge,
+    16: PermissionDenied,
 }
 
 

@@ -43,6 +43,10 @@ struct ClientOptions {
   int unit = -1;                    // accelerator unit (GPU) to use; -1: the server picks (direct
                                     // mode on cuda: the CUDA device ordinal, -1 = GPU 0)
   int connect_timeout_ms = 5000;    // registration reply timeout
+  // Server uids to trust besides this process's effective uid and root (more may come from
+  // $PAAM_TRUSTED_SERVER_UIDS, "uid,uid"). Before sending anything, Connect checks the server's
+  // uid (SO_PEERCRED) and refuses any other with kPermissionDenied.
+  std::vector<uint32_t> trusted_server_uids;
 
   // --- Direct mode: run kernels in-process, no server (the "direct invocation" baseline) ---
   bool direct = false;
@@ -64,6 +68,7 @@ struct RequestTimestamps {
 class Client {
  public:
   // Registers with the server (or prepares direct mode). Errors: kServerNotRunning,
+  // kPermissionDenied (the server runs as a uid not trusted, see trusted_server_uids),
   // kNotAdmitted (message says which chain would miss and by how much), kUnknownKernel,
   // kInputTooLarge, kVersionMismatch, kInvalidArgument.
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);

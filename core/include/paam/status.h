@@ -33,6 +33,7 @@ enum class Errc : uint8_t {
   kClosed = 13,            // the client was closed or deregistered
   kSystemError = 14,       // an OS call failed (message carries errno text)
   kOutputTooLarge = 15,    // output would not fit the declared output capacity
+  kPermissionDenied = 16,  // not allowed: a socket directory or server this uid must not trust
 };
 
 // Short stable name of an error code, e.g. "not_admitted".

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/futex.h"
 #include "kernels/registry.h"
+#include "protocol/socket_identity.h"
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
 #include "shm/layout.h"
@@ -83,6 +84,9 @@ Status Client::Impl::ConnectServer() {
   auto fd = ConnectUnix(path);
   if (!fd.ok()) return fd.status();
   socket = std::move(fd.value());
+  // Another local user's server must not receive this client's registration or its inputs.
+  Status trusted = CheckServerIdentity(socket.get(), path, options.trusted_server_uids);
+  if (!trusted.ok()) return trusted;
 
   wire::RegisterRequest req;
   req.version = shm::kProtocolVersion;

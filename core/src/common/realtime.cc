@@ -84,7 +84,8 @@ static bool MayLockWithoutLimit() {
   return false;
 }
 
-std::string LockMemory() {
+std::string LockMemory(bool* locked) {
+  if (locked != nullptr) *locked = false;
   const bool kept = mallopt(M_TRIM_THRESHOLD, -1) == 1 && mallopt(M_MMAP_MAX, 0) == 1;
   const std::string malloc_note = kept ? "malloc keeps freed memory" : "malloc settings not applied";
   rlimit limit{};
@@ -98,6 +99,7 @@ std::string LockMemory() {
   if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
     return std::string("mlockall denied (") + std::strerror(errno) + "); " + malloc_note;
   }
+  if (locked != nullptr) *locked = true;
   return "memory locked (mlockall, current and future); " + malloc_note;
 }
 

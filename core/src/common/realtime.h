@@ -27,7 +27,8 @@ std::string RtThrottlingNote(const char* runtime_path = "/proc/sys/kernel/sched_
 // mlockall(MCL_CURRENT | MCL_FUTURE) where the process may lock without limit (CAP_IPC_LOCK,
 // which root normally holds, or RLIMIT_MEMLOCK unlimited): under a finite limit a locked
 // process could not grow past it, so it is not attempted. Returns one line saying what was
-// applied; never fails. The same rule as paam.ros.rt.lock_memory (Python).
-std::string LockMemory();
+// applied; never fails (*locked, if given: whether mlockall took). The same rule as
+// paam.ros.rt.lock_memory (Python).
+std::string LockMemory(bool* locked = nullptr);
 
 }  // namespace paam

@@ -24,6 +24,7 @@ std::string_view ErrcName(Errc code) noexcept {
     case Errc::kClosed: return "closed";
     case Errc::kSystemError: return "system_error";
     case Errc::kOutputTooLarge: return "output_too_large";
+    case Errc::kPermissionDenied: return "permission_denied";
   }
   return "unknown_error";
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "protocol/socket_identity.h"
 #include "protocol/wire.h"
 
 namespace paam {
@@ -28,16 +29,6 @@ Result<sockaddr_un> MakeAddress(const std::string& path) {
   return addr;
 }
 
-void MakeParentDir(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos || slash == 0) return;
-  std::string dir = path.substr(0, slash);
-  // mkdir -p, one level at a time
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0700);
-  }
-}
-
 }  // namespace
 
 std::string DefaultSocketPath() {
@@ -48,10 +39,11 @@ std::string DefaultSocketPath() {
   return "/tmp/paam-" + std::to_string(getuid()) + "/paamd.sock";
 }
 
-Result<UniqueFd> ListenUnix(const std::string& path) {
+Result<UniqueFd> ListenUnix(const std::string& path, uint32_t mode) {
   auto addr = MakeAddress(path);
   if (!addr.ok()) return addr.status();
-  MakeParentDir(path);
+  if (Status s = CheckSocketMode(mode); !s.ok()) return s;
+  if (Status s = PrepareSocketDir(path); !s.ok()) return s;
   // Another live server on this path?
   {
     UniqueFd probe(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
@@ -65,6 +57,8 @@ Result<UniqueFd> ListenUnix(const std::string& path) {
   if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(sockaddr_un)) != 0) {
     return SysError("bind " + path);
   }
+  // bind made the file with 0777 less the umask; connecting needs write permission on it.
+  if (chmod(path.c_str(), mode) != 0) return SysError("chmod " + path);
   if (listen(fd.get(), 128) != 0) return SysError("listen");
   return fd;
 }

@@ -18,9 +18,11 @@ namespace paam {
 // /tmp/paam-<uid>/paamd.sock.
 std::string DefaultSocketPath();
 
-// Binds and listens. Removes a stale socket file (nobody accepting); refuses if another
-// server is alive on the path. Creates the parent directory (mode 0700) if needed.
-Result<UniqueFd> ListenUnix(const std::string& path);
+// Binds and listens. Creates the socket's directory where missing and refuses one that is
+// not private to this uid (PrepareSocketDir in socket_identity.h). Removes a stale socket file
+// (nobody accepting); refuses if another server is alive on the path. The socket gets `mode`
+// (CheckSocketMode) before it listens, so no connection comes in under a wider one.
+Result<UniqueFd> ListenUnix(const std::string& path, uint32_t mode = 0600);
 // Connects; kServerNotRunning with an actionable message when nobody listens.
 Result<UniqueFd> ConnectUnix(const std::string& path);
 

@@ -1,8 +1,9 @@
-// server/client_registry.cc — the registry (control thread, non-real-time): accepts
-// connections on the Unix socket, registers clients (checks their kernels and sizes, places
-// them on a unit, asks the admission policy), creates and hands over their shared memory, and
-// keeps the map from chain priorities to buckets. Hang-ups and departures go to the monitor
-// (monitor.cc), which runs on this thread too.
+// server/client_registry.cc — the registry (control thread, non-real-time): registers
+// clients (checks their kernels and sizes, places them on a unit, asks the admission policy),
+// creates and hands over their shared memory, and keeps the map from chain priorities to
+// buckets. New connections come through the door (connection_guard.cc); hang-ups and
+// departures go to the monitor (monitor.cc); both run on this thread too.
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -16,13 +17,15 @@
 
 #include "common/bucket_map.h"
 #include "common/clock.h"
+#include "common/printable.h"
 #include "server/server_impl.h"
 
 namespace paam {
 
-// The control thread: new connections and client messages go to the registry (below),
-// hang-ups and the periodic PID check to the monitor.
+// The control thread: new connections go to the door, client messages to the registry
+// (below), hang-ups and the periodic PID check to the monitor.
 void Server::Impl::ControlLoop() {
+  reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));  // given up at the descriptor limit
   UniqueFd epfd(epoll_create1(EPOLL_CLOEXEC));
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -49,32 +52,10 @@ void Server::Impl::ControlLoop() {
       CheckPids(epfd.get());
       last_pid_check = NowNs();
     }
+    GuardTick(epfd.get());
     FreeFinishedSessions();
   }
-}
-
-void Server::Impl::Accept(int epfd) {
-  while (true) {
-    int fd = accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN: no more pending connections
-    auto s = std::make_unique<Session>();
-    s->socket.reset(fd);
-    if (sessions_.size() >= options_.max_clients) {
-      wire::RegisterReply reply;
-      reply.version = shm::kProtocolVersion;
-      reply.status = Errc::kResourceExhausted;
-      reply.message = "server has reached its limit of " + std::to_string(options_.max_clients) + " clients";
-      (void)SendMessage(fd, wire::Encode(reply));
-      continue;  // s closes the socket
-    }
-    auto cred = GetPeerCredentials(fd);
-    if (cred.ok()) s->peer = *cred;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = fd;
-    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-    sessions_[fd] = std::move(s);
-  }
+  for (Throttled* t : {&timed_out_, &shed_, &refused_}) Say(t, /*now_or_never=*/true);
 }
 
 void Server::Impl::HandleMessage(int epfd, Session* s) {
@@ -89,7 +70,7 @@ void Server::Impl::HandleMessage(int epfd, Session* s) {
   }
   auto kind = wire::PeekKind(bytes.data(), bytes.size());
   if (kind == wire::MessageKind::kRegister && !s->registered) {
-    Register(s, bytes);
+    Register(epfd, s, bytes);
     if (!s->registered) Reap(epfd, fd, /*died=*/false);  // refused: the reply was sent
     return;
   }
@@ -124,9 +105,12 @@ Status Server::Impl::BuildRegions(Session* s, const wire::RegisterRequest& req, 
     const shm::RegionLayout layout = shm::ComputeRegionLayout(k.max_input_bytes, k.max_output_bytes);
     auto fd = CreateMemfd("paam-region-" + k.name, layout.mapping_bytes);
     if (!fd.ok()) return fd.status();
-    auto map = Mapping::Map(fd->get(), layout.mapping_bytes);
+    // Under --lock-memory, mapped unlocked: LockRegion locks it within the caps.
+    auto map = memory_locked_ ? Mapping::MapUnlocked(fd->get(), layout.mapping_bytes)
+                              : Mapping::Map(fd->get(), layout.mapping_bytes);
     if (!map.ok()) return map.status();
     r->mapping = std::move(map.value());
+    if (memory_locked_) LockRegion(s, r.get(), k.name);
     auto* base = static_cast<uint8_t*>(r->mapping.data());
     r->header = new (base) shm::RegionHeader();
     shm::RegionHeader* h = r->header;
@@ -156,7 +140,7 @@ Status Server::Impl::BuildRegions(Session* s, const wire::RegisterRequest& req, 
   return Status::Ok();
 }
 
-void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
+void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& bytes) {
   wire::RegisterReply reply;
   reply.version = shm::kProtocolVersion;
   reply.server_pid = static_cast<int32_t>(getpid());
@@ -170,6 +154,12 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   auto decoded = wire::DecodeRegisterRequest(bytes.data(), bytes.size());
   if (!decoded.ok()) return refuse(decoded.status().code(), decoded.status().message());
   const wire::RegisterRequest& req = decoded.value();
+  // max_clients counts registered clients only: connections that have not registered are
+  // bounded at the door (connection_guard.cc) and cannot take a client's place.
+  if (active_.load() >= options_.max_clients) {
+    return refuse(Errc::kResourceExhausted,
+                  "server has reached its limit of " + std::to_string(options_.max_clients) + " clients");
+  }
   for (const KernelDecl& k : req.kernels) {
     if (registry_.Find(k.name) == nullptr) {
       std::string names;
@@ -188,10 +178,17 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
       }
     }
   }
+  // What the registration opens at once: the wake eventfd and its duplicate, the doorbell's
+  // duplicate, the channel and one memfd per region (all but the eventfd closed once the
+  // reply is sent), and one to spare.
+  if (!EnsureDescriptors(epfd, s, 5 + req.kernels.size())) {
+    Count(&refused_, "refused registrations, " + DescriptorLimit());
+    return refuse(Errc::kResourceExhausted, "server is " + DescriptorLimit() + "; try again once clients have left");
+  }
   s->id = next_client_id_++;
   s->priority = req.chain_priority;
   s->uuid = req.callback_uuid;
-  s->name = req.client_name;
+  s->name = Printable(req.client_name);  // it goes into the log
   s->timed = req.timing.has_value();
   if (req.timing && req.timing->period_ms > 0) {
     double sum = 0;
@@ -316,7 +313,27 @@ void Server::Impl::Register(Session* s, const std::vector<uint8_t>& bytes) {
   // so a reaped client leaves nothing behind in /proc/<paamd>/fd.
   PAAM_VLOG("registered client %llu pid %d '%s' priority %u bucket %d unit %d (%s)",
             static_cast<unsigned long long>(s->id), static_cast<int>(s->peer.pid), s->name.c_str(), s->priority,
-            s->bucket.load(), s->unit, decision.reason.c_str());
+            s->bucket.load(), s->unit, Printable(decision.reason, 512).c_str());
+}
+
+void Server::Impl::LockRegion(Session* s, RegionSlot* r, const std::string& kernel) {
+  const uint64_t bytes = r->mapping.size();
+  if (s->locked_bytes + bytes <= options_.lock_client_bytes &&
+      locked_region_bytes_.load() + bytes <= options_.lock_total_bytes && r->mapping.Lock().ok()) {
+    s->locked_bytes += bytes;
+    locked_region_bytes_.fetch_add(bytes);
+    r->locked.total = &locked_region_bytes_;
+    r->locked.bytes = bytes;
+    return;
+  }
+  if (lock_cap_said_) return;
+  lock_cap_said_ = true;
+  Log("locked memory: region '%s' of client pid %d ('%s') is not locked, nor any region beyond the caps of "
+      "%llu MiB in total and %llu MiB per client (or where mlock fails); they stay resident as the OS allows "
+      "(said once)",
+      Printable(kernel).c_str(), static_cast<int>(s->peer.pid), s->name.c_str(),
+      static_cast<unsigned long long>(options_.lock_total_bytes >> 20),
+      static_cast<unsigned long long>(options_.lock_client_bytes >> 20));
 }
 
 // Rule R2 per unit, on the bucket map the admission policy's guarantees assume: with a policy

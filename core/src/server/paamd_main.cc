@@ -16,6 +16,7 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/realtime.h"
+#include "protocol/socket_identity.h"
 #include "server/server.h"
 
 namespace {
@@ -76,7 +77,6 @@ CLI::Option* Ms(CLI::App& app, const std::string& flag, const char* help, double
 struct MainOptions {
   paam::ServerOptions server;
   int dispatcher_priority = -1;  // -1: the default, which depends on --rt
-  bool lock_memory = false;
 };
 
 void AddOptions(CLI::App& app, MainOptions* m) {
@@ -85,6 +85,20 @@ void AddOptions(CLI::App& app, MainOptions* m) {
                  "Unix socket to listen on (default: $PAAM_SOCKET,\n"
                  "$XDG_RUNTIME_DIR/paam/paamd.sock or /tmp/paam-$UID/paamd.sock)")
       ->type_name("PATH");
+  Text(app, "--socket-mode", "MODE",
+       "the socket's mode, octal (default: 0600: only paamd's uid and root\n"
+       "may connect; 0660: its group too, given a directory the group may\n"
+       "enter); the socket's directory must be paamd's own and not writable\n"
+       "by group or others (docs/security.md)",
+       [&o](const std::string& v) {
+         const bool octal = !v.empty() && v.size() <= 4 && v.find_first_not_of("01234567") == std::string::npos;
+         const uint32_t mode = octal ? static_cast<uint32_t>(std::stoul(v, nullptr, 8)) : 0;
+         if (!octal || !paam::CheckSocketMode(mode).ok()) {
+           Bad("--socket-mode needs an octal mode with rw for the owner and at most rw for group and others, "
+               "e.g. 0600 or 0660; got '" + v + "'");
+         }
+         o.socket_mode = mode;
+       });
   app.add_option("--backend", o.backend.kind, "device backend (default: cpu)")->type_name("cpu|cuda");
   Int(app, "--buckets", "buckets = hardware priority levels to use (default: 1)", [&o](long n) {
     if (n < 1) Bad("--buckets must be at least 1");
@@ -141,11 +155,31 @@ void AddOptions(CLI::App& app, MainOptions* m) {
         if (n < 0 || n > 99) Bad("--dispatcher-priority must be 0..99");
         m->dispatcher_priority = static_cast<int>(n);
       });
-  app.add_flag("--lock-memory", m->lock_memory,
+  app.add_flag("--lock-memory", o.lock_memory,
                "once started, keep paamd's memory resident: mlockall where the\n"
                "process may lock without limit (root, CAP_IPC_LOCK or `ulimit -l\n"
                "unlimited`; else it says why not and carries on), and malloc keeps\n"
-               "what it frees, so that no page fault lands on a request's path");
+               "what it frees, so that no page fault lands on a request's path;\n"
+               "clients' regions are locked only up to the two caps below");
+  Int(app, "--lock-memory-total-mib",
+      "--lock-memory: most MiB of regions locked in all (default: 1024);\n"
+      "regions beyond a cap are mapped unlocked, and the log says so once",
+      [&o](long n) {
+        if (n < 0) Bad("--lock-memory-total-mib must be 0 or more");
+        o.lock_total_bytes = static_cast<uint64_t>(n) << 20;
+      });
+  Int(app, "--lock-memory-client-mib", "--lock-memory: most MiB of one client's regions locked (default: 256)",
+      [&o](long n) {
+        if (n < 0) Bad("--lock-memory-client-mib must be 0 or more");
+        o.lock_client_bytes = static_cast<uint64_t>(n) << 20;
+      });
+  Int(app, "--registration-timeout-ms",
+      "a connection that has not registered this long after connecting is\n"
+      "closed (default: 5000)",
+      [&o](long n) {
+        if (n < 1 || n > 3'600'000) Bad("--registration-timeout-ms must be 1..3600000");
+        o.registration_timeout_ms = static_cast<uint32_t>(n);
+      });
   Text(app, "--plugin", "PATH", "load user kernels from a shared library (repeatable)",
        [&o](const std::string& v) { o.plugins.push_back(v); })
       ->trigger_on_parse()
@@ -215,7 +249,6 @@ int main(int argc, char** argv) {
   paam::cli::ParseOrExit(app, argc, argv, 2, [&m] { CheckCombination(m.server); });
   paam::ServerOptions& o = m.server;
   int dispatcher_priority = m.dispatcher_priority;
-  const bool lock_memory = m.lock_memory;
 
   if (o.backend.fair_levels >= 0 && !o.backend.realtime) {
     paam::Log("note: --fair-buckets has no effect without --rt (every bucket is on the nice ladder)");
@@ -237,9 +270,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "paamd: cannot start: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  // After the start: the backend's context, the shared memory and every thread's stack are
-  // mapped by now, and get locked with the rest.
-  if (lock_memory) paam::Log("%s", paam::LockMemory().c_str());
   const uint64_t poll_ns = (*server)->poll_ns();
   const std::string poll = poll_ns == paam::ServerOptions::kPollAlways
                                ? std::string("always (threads never sleep)")

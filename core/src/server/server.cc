@@ -90,7 +90,7 @@ Status Server::Impl::Init() {
     return queues_[static_cast<size_t>(unit) * static_cast<size_t>(buckets_) + static_cast<size_t>(level)]->Pending();
   });
 
-  auto listen = ListenUnix(options_.socket_path);
+  auto listen = ListenUnix(options_.socket_path, options_.socket_mode);
   if (!listen.ok()) return listen.status();
   listen_fd_ = std::move(listen.value());
 
@@ -116,6 +116,16 @@ Status Server::Impl::Init() {
   // backend: its workers may hold it with SCHED_FIFO, and a thread stranded behind them would
   // stall.
   StartDispatcher(dispatcher_cpu, reserved);
+  // Locked once everything but the control thread is set up (the backend's context, the
+  // shared memory, the threads' stacks), and before that thread maps any region, so that
+  // regions are locked only within the caps (client_registry.cc, LockRegion).
+  if (options_.lock_memory) {
+    const std::string note = LockMemory(&memory_locked_);
+    AddNote(note + (memory_locked_ ? "; regions locked up to " + std::to_string(options_.lock_total_bytes >> 20) +
+                                         " MiB in total and " + std::to_string(options_.lock_client_bytes >> 20) +
+                                         " MiB per client"
+                                   : std::string()));
+  }
   control_thread_ = std::thread([this, reserved] {
     pthread_setname_np(pthread_self(), "paamd-control");
     AddNote(KeepThisThreadOff(reserved));
@@ -201,6 +211,7 @@ ServerStats Server::Stats() const {
   s.registrations = impl_->registrations_.load();
   s.clients_reaped = impl_->reaped_.load();
   s.active_clients = impl_->active_.load();
+  s.connections_dropped = impl_->dropped_.load();
   return s;
 }
 

@@ -30,6 +30,9 @@ struct ServerOptions {
   // --- Parameters that affect behavior ---
   // Unix socket path. Default: DefaultSocketPath() ($PAAM_SOCKET, $XDG_RUNTIME_DIR/paam/...).
   std::string socket_path;
+  // The socket file's mode: 0600 lets only the server's uid (and root) connect; 0660 also its
+  // group (docs/security.md). The directory must be private to the server (PrepareSocketDir).
+  uint32_t socket_mode = 0600;
   // Device backend and its buckets (backend.levels = requested buckets, clamped to the
   // device's hardware priority levels; default 1).
   BackendOptions backend;
@@ -41,11 +44,23 @@ struct ServerOptions {
   AcceleratorParams accel;
   // Largest input or output area one region may declare. Default 256 MiB.
   uint64_t max_region_bytes = 256ull << 20;
-  // Most concurrent registrations. Default 4096.
+  // Most concurrent registrations (a registration beyond it is refused, resource_exhausted),
+  // and apart from them the most connections waiting to register (the oldest is closed when
+  // one more comes). Default 4096.
   size_t max_clients = 4096;
   // How often the monitor checks that registered PIDs still exist (backstop to socket
   // hang-up). Default 200 ms.
   uint32_t pid_check_ms = 200;
+  // A connection that has not registered this long after it was accepted is closed, so that
+  // idle connections cannot hold the server's descriptors. Default 5000 ms.
+  uint32_t registration_timeout_ms = 5000;
+  // Keep paamd's memory resident once started (LockMemory: mlockall where the process may
+  // lock without limit, malloc keeps what it frees). Regions are locked only up to the two
+  // caps below (bytes of their mappings); beyond them they are mapped unlocked, and the log
+  // says so once. Defaults: 1 GiB in total, 256 MiB per registration.
+  bool lock_memory = false;
+  uint64_t lock_total_bytes = 1ull << 30;
+  uint64_t lock_client_bytes = 256ull << 20;
 
   // --- Parameters that affect performance ---
   // Busy-poll window of the dispatcher and workers after their last work before they sleep
@@ -91,6 +106,9 @@ struct ServerStats {
   uint64_t registrations = 0;
   uint64_t clients_reaped = 0;        // died or hung up without deregistering
   uint64_t active_clients = 0;
+  // Connections closed before they registered: registration timeout, shed for newer ones
+  // (too many unregistered, or out of file descriptors), or refused at the descriptor limit.
+  uint64_t connections_dropped = 0;
 };
 
 class Server {

@@ -38,9 +38,23 @@
 namespace paam {
 namespace {
 
+// A socket in a private directory of this test process (paamd refuses one straight in /tmp,
+// which others can write), removed when the process that made it ends.
 std::string TempSocket() {
   static int counter = 0;
-  return "/tmp/paam-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".sock";
+  static const struct Dir {
+    std::string path;
+    pid_t owner = getpid();
+    Dir() {
+      char t[] = "/tmp/paam-test-XXXXXX";
+      path = mkdtemp(t) != nullptr ? t : "/tmp/paam-test-" + std::to_string(owner);
+    }
+    ~Dir() {
+      std::error_code ignored;
+      if (getpid() == owner) std::filesystem::remove_all(path, ignored);
+    }
+  } dir;
+  return dir.path + "/" + std::to_string(counter++) + ".sock";
 }
 
 std::unique_ptr<Server> StartServer(int buckets = 1, uint64_t poll_ns = ServerOptions::kAutoPoll) {
@@ -262,8 +276,9 @@ pid_t ThreadNamed(const std::string& name) {
         std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
         std::string line;
         if (std::getline(comm, line) && line == name) {
+          const auto tid = static_cast<pid_t>(std::stoi(e->d_name));  // e lives in d: read it first
           closedir(d);
-          return static_cast<pid_t>(std::stoi(e->d_name));
+          return tid;
         }
       }
       closedir(d);

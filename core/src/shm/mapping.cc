@@ -46,6 +46,24 @@ Result<Mapping> Mapping::Map(int fd, size_t bytes, bool writable) {
   return m;
 }
 
+Result<Mapping> Mapping::MapUnlocked(int fd, size_t bytes) {
+  // Under MCL_FUTURE mmap itself faults in and locks a new mapping, but a mapping without
+  // access has nothing it could fault in: it is unlocked before it is opened read-write.
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return SysError("mmap");
+  Mapping m;
+  m.data_ = p;
+  m.size_ = bytes;
+  if (munlock(p, bytes) != 0) return SysError("munlock");
+  if (mprotect(p, bytes, PROT_READ | PROT_WRITE) != 0) return SysError("mprotect");
+  return m;
+}
+
+Status Mapping::Lock() {
+  if (mlock(data_, size_) != 0) return SysError("mlock");
+  return Status::Ok();
+}
+
 Result<UniqueFd> CreateMemfd(const std::string& name, size_t bytes, bool final_seal) {
   UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return SysError("memfd_create");

@@ -21,6 +21,12 @@ class Mapping {
 
   // Maps `bytes` of `fd` read-write (or read-only, for a memfd sealed by SealFutureWrites).
   static Result<Mapping> Map(int fd, size_t bytes, bool writable = true);
+  // Maps `bytes` of `fd` read-write and unlocked even where the process locks its future
+  // mappings (mlockall MCL_FUTURE), which would fault in and lock all of it at once; Lock()
+  // may lock it later.
+  static Result<Mapping> MapUnlocked(int fd, size_t bytes);
+  // Faults in and locks the whole mapping (mlock).
+  Status Lock();
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
