@@ -1,8 +1,9 @@
 # The two commands of the README:
 #   make demo   — set up everything, start paamd on the CPU backend and run the contention demo
-#   make test   — set up everything and run every test: the C++ suite (CTest) and the Python
-#                 suites (pytest), always both; a summary at the end gives each one's result, and
-#                 make fails if either failed
+#   make test   — set up everything and run every test: the C++ suite (CTest), the Python
+#                 suites (pytest) and a short run of each fuzz target (skipped without clang),
+#                 always all three; a summary at the end gives each one's result, and make fails
+#                 if any failed
 # Setup is idempotent (stamps in .venv). Each step prints a numbered line with what it does and
 # about how long it takes the first time on a 2-core machine; pip and the C++ builds show their
 # progress, and the whole output of the quiet ones goes to build/logs. `make help` lists targets.
@@ -20,13 +21,16 @@ CTEST_ARGS  ?=
 PYTEST_ARGS ?= python/tests experiments/tests
 
 .DEFAULT_GOAL := help
-.PHONY: help setup install demo test test-cpp test-py bench clean
+.PHONY: help setup install demo test test-cpp test-py bench clean fuzz-smoke fuzz test-sanitize
 
 help:
 	@echo "make demo       set up .venv and run the contention demo (paamd against direct invocation)"
-	@echo "make test       set up everything (ROS 2 included) and run the C++ and the Python suites"
+	@echo "make test       set up everything (ROS 2 included) and run the C++ and the Python suites, then the fuzz smoke run"
 	@echo "make test-cpp   only the C++ suite (CTest, build in $(CPPBUILD))"
 	@echo "make test-py    only the Python suites (pytest; ROS 2 set up first)"
+	@echo "make fuzz-smoke build the libFuzzer targets (clang, in $(FUZZ_BUILD)) and run each briefly from its seeds"
+	@echo "make fuzz       run each fuzz target for FUZZ_SECONDS (default 300) or FUZZ_RUNS executions"
+	@echo "make test-sanitize  the C++ suite under ASan+UBSan and the server/client tests under TSan (~10 min)"
 	@echo "make install    set up .venv with paam and the experiments annex"
 	@echo "make ros        add ROS 2 Jazzy, paam_msgs and the C++ executor to .venv"
 	@echo "make bench      paam bench overhead"
@@ -53,7 +57,8 @@ ifneq ($(filter test test-py test-ros ros,$(MAKECMDGOALS)),)
 ifeq ($(wildcard $(VENV)/.ros-stamp),)
 $(info make $(filter test test-py test-ros ros,$(MAKECMDGOALS)): the first run sets up $(VENV) with \
   ROS 2 Jazzy and builds the C++ parts: 6 numbered steps, about 5 minutes on 2 cores with a fast \
-  network. The tests then take about 6-8 minutes (the C++ build and suite, then pytest).)
+  network. The tests then take about 8-10 minutes (the C++ build and suite, pytest, then the fuzz \
+  targets' build and short runs).)
 endif
 endif
 
@@ -88,15 +93,36 @@ test-cpp:
 test-py: install
 	$(PY) -m pytest $(PYTEST_ARGS) -v
 
-# Both suites, whatever the first one gives; each one's output also goes to $(LOGS)/test-*.log.
+# All three parts, whatever the others give; each one's output also goes to $(LOGS)/test-*.log.
+# The fuzz part reports "skipped (no clang)" where clang or its libFuzzer runtime is missing.
 test:
-	@mkdir -p $(LOGS); set -o pipefail; cpp=passed; py=passed; \
+	@mkdir -p $(LOGS); set -o pipefail; cpp=passed; py=passed; fz=passed; \
 	$(MAKE) --no-print-directory test-cpp 2>&1 | tee $(LOGS)/test-cpp.log || cpp=failed; \
 	$(MAKE) --no-print-directory test-py 2>&1 | tee $(LOGS)/test-py.log || py=failed; \
+	$(MAKE) --no-print-directory fuzz-smoke 2>&1 | tee $(LOGS)/test-fuzz.log || fz=failed; \
 	c=$$(grep -E 'tests passed, [0-9]+ tests failed' $(LOGS)/test-cpp.log | tail -n 1); \
 	p=$$(grep -E '^=+ .*[0-9]+ (passed|failed|error|errors|skipped)' $(LOGS)/test-py.log | tail -n 1 | sed -E 's/^=+ | =+$$//g'); \
-	echo; echo "make test: C++: $$cpp ($${c:-no CTest summary: see $(LOGS)/test-cpp.log}), Python: $$py ($${p:-no pytest summary: see $(LOGS)/test-py.log})"; \
-	[ $$cpp = passed ] && [ $$py = passed ]
+	f=$$(sed -n 's/^fuzz-smoke: \([0-9]* targets.*\)/\1/p' $(LOGS)/test-fuzz.log | tail -n 1); \
+	if [ $$fz = passed ] && grep -q '^fuzz-smoke: skipped' $(LOGS)/test-fuzz.log; then fz='skipped (no clang)'; f=; fi; \
+	echo; echo "make test: C++: $$cpp ($${c:-no CTest summary: see $(LOGS)/test-cpp.log}), Python: $$py ($${p:-no pytest summary: see $(LOGS)/test-py.log}), fuzz: $$fz$${f:+ ($$f)}"; \
+	[ $$cpp = passed ] && [ $$py = passed ] && [ "$$fz" != failed ]
+
+# libFuzzer targets of core/fuzz (docs/fuzzing.md), built with clang in their own folder.
+# fuzz-smoke: FUZZ_SMOKE_RUNS executions per target from the committed seeds (about 70 s on 2
+# cores the first time, the build included; 40 s after). fuzz: FUZZ_SECONDS
+# per target (or FUZZ_RUNS executions), growing a corpus kept in $(FUZZ_BUILD)/corpus-long.
+FUZZ_BUILD      ?= build/fuzz
+FUZZ_SMOKE_RUNS ?= 200000
+FUZZ_SECONDS    ?= 300
+fuzz-smoke:
+	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) LOGS=$(LOGS) FUZZ_SMOKE_RUNS=$(FUZZ_SMOKE_RUNS) scripts/fuzz.sh smoke
+fuzz:
+	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) LOGS=$(LOGS) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) scripts/fuzz.sh long
+
+# The C++ suite under ASan+UBSan (build/asan) and its server/client tests under TSan
+# (build/tsan). Not part of `make test`: two more builds of the suite (scripts/test_sanitize.sh).
+test-sanitize:
+	@JOBS=$(JOBS) LOGS=$(LOGS) CTEST_ARGS="$(CTEST_ARGS)" scripts/test_sanitize.sh
 
 bench: install
 	$(VENV)/bin/paam bench overhead

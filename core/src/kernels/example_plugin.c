@@ -10,7 +10,9 @@
 #include "paam/kernel_abi.h"
 
 static int plan_scale(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
-  if (p[0] == 0 || in != p[0] * sizeof(float)) {
+  /* Divide rather than multiply: p[0] * 4 wraps for p[0] >= 2^62 and would let run_scale read
+   * and write p[0] floats of a small input. */
+  if (p[0] == 0 || in % sizeof(float) != 0 || in / sizeof(float) != p[0]) {
     snprintf(err, len, "input must be n=%llu floats, got %llu bytes", (unsigned long long)p[0],
              (unsigned long long)in);
     return PAAM_KERNEL_EINVAL;

@@ -349,5 +349,16 @@ TEST(Kernels, PluginLoadsThroughTheCAbi) {
   EXPECT_FALSE(r.LoadPlugin("/nonexistent/libnothing.so").ok());
 }
 
+TEST(Kernels, PluginPlanRejectsACountWhoseByteSizeWraps) {
+  KernelRegistry r = KernelRegistry::WithBuiltins();
+  ASSERT_TRUE(r.LoadPlugin(PAAM_EXAMPLE_PLUGIN_PATH).ok());
+  const uint64_t wraps[PAAM_MAX_PARAMS] = {(uint64_t{1} << 62) + 1, 1000, 0, 0};  // n * 4 == 4 (mod 2^64)
+  uint64_t out = 0;
+  EXPECT_FALSE(r.Find("scale")->Plan(wraps, 4, &out).ok());
+  const uint64_t fits[PAAM_MAX_PARAMS] = {1, 1000, 0, 0};
+  ASSERT_TRUE(r.Find("scale")->Plan(fits, 4, &out).ok());
+  EXPECT_EQ(out, 4u);
+}
+
 }  // namespace
 }  // namespace paam

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/realtime.h"
+#include "server/descriptor_check.h"
 #include "server/server_impl.h"
 
 namespace paam {
@@ -81,7 +82,7 @@ bool Server::Impl::DrainSession(Session* s) {
   shm::ChannelHeader* ch = s->channel;
   const uint64_t head = ch->head.load(std::memory_order_acquire);  // SYNC POINT: consumer
   if (head == s->tail) return false;
-  if (head - s->tail > shm::kRingCapacity) {
+  if (!RingWindowOk(head, s->tail)) {
     // The client broke its ring (or scribbled on head): skip what we cannot trust.
     protocol_errors_.fetch_add(1, std::memory_order_relaxed);
     s->tail = head;
@@ -105,36 +106,8 @@ bool Server::Impl::DrainSession(Session* s) {
     }
     shm::Timestamps ts{d.submit_ns, now, 0, 0, 0, 0};
     char err[shm::kErrorTextBytes];
-    Errc code = Errc::kOk;
     uint64_t out_bytes = 0;
-    // The flag is checked against the server's private record of the region, and the sizes
-    // against the buffers declared at registration: host areas, or the device buffers.
-    const bool device_data = (d.flags & shm::kFlagDeviceData) != 0;
-    const bool has_device = r->memory.device.has_value() && r->memory.device_input != nullptr;
-    const uint64_t in_cap = device_data && has_device ? r->memory.device->input_bytes : r->memory.input_capacity;
-    const uint64_t out_cap = device_data && has_device ? r->memory.device->output_bytes : r->memory.output_capacity;
-    const char* where = device_data ? "device buffer" : "size";
-    if ((d.flags & ~shm::kKnownFlags) != 0 || d.reserved != 0) {
-      code = Errc::kProtocolError;
-      std::snprintf(err, sizeof(err), "descriptor has unknown flags (0x%x) or nonzero reserved fields", d.flags);
-    } else if (device_data && !has_device) {
-      code = Errc::kInvalidArgument;
-      std::snprintf(err, sizeof(err), "device-data request for '%s', whose registration has no device buffers",
-                    r->kernel->name.c_str());
-    } else if (d.input_bytes > in_cap) {
-      code = Errc::kInputTooLarge;
-      std::snprintf(err, sizeof(err), "input of %llu bytes exceeds the %s of %llu declared for '%s' at registration",
-                    static_cast<unsigned long long>(d.input_bytes), where,
-                    static_cast<unsigned long long>(in_cap), r->kernel->name.c_str());
-    } else if (r->kernel->plan(d.params, d.input_bytes, &out_bytes, err, sizeof(err)) != PAAM_KERNEL_OK) {
-      code = Errc::kInvalidArgument;
-      err[sizeof(err) - 1] = '\0';
-    } else if (out_bytes > out_cap) {
-      code = Errc::kOutputTooLarge;
-      std::snprintf(err, sizeof(err), "output of %llu bytes exceeds the %s of %llu declared for '%s' at registration",
-                    static_cast<unsigned long long>(out_bytes), where,
-                    static_cast<unsigned long long>(out_cap), r->kernel->name.c_str());
-    }
+    Errc code = CheckDescriptor(d, *r->kernel, r->memory, &out_bytes, err, sizeof(err));
     if (code == Errc::kOk) {
       QueueEntry e;
       e.priority = s->priority;
@@ -147,7 +120,7 @@ bool Server::Impl::DrainSession(Session* s) {
       std::memcpy(e.params, d.params, sizeof(e.params));
       e.submit_ns = d.submit_ns;
       e.dequeue_ns = now;
-      e.device_data = device_data;
+      e.device_data = (d.flags & shm::kFlagDeviceData) != 0;  // CheckDescriptor allowed it
       r->in_flight.store(true, std::memory_order_relaxed);
       s->in_flight.fetch_add(1, std::memory_order_relaxed);
       if (queue.TryPush(e)) continue;
