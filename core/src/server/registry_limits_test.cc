@@ -31,6 +31,7 @@
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
 #include "server/server.h"
+#include "server/test_socket.h"
 #include "shm/layout.h"
 
 namespace paam {
@@ -38,24 +39,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A socket in a private directory of this test process (paamd refuses one straight in /tmp,
-// which others can write), removed when the process that made it ends.
-std::string TempSocket() {
-  static int counter = 0;
-  static const struct Dir {
-    std::string path;
-    pid_t owner = getpid();
-    Dir() {
-      char t[] = "/tmp/paam-limits-XXXXXX";
-      path = mkdtemp(t) != nullptr ? t : "/tmp/paam-limits-" + std::to_string(owner);
-    }
-    ~Dir() {
-      std::error_code ignored;
-      if (getpid() == owner) std::filesystem::remove_all(path, ignored);
-    }
-  } dir;
-  return dir.path + "/" + std::to_string(counter++) + ".sock";
-}
+using test_util::TempSocket;
 
 ServerOptions BaseOptions() {
   ServerOptions o;

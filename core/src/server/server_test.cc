@@ -32,30 +32,14 @@
 #include "protocol/wire.h"
 #include "server/bucket_queue.h"
 #include "server/server.h"
+#include "server/test_socket.h"
 #include "shm/layout.h"
 #include "shm/mapping.h"
 
 namespace paam {
 namespace {
 
-// A socket in a private directory of this test process (paamd refuses one straight in /tmp,
-// which others can write), removed when the process that made it ends.
-std::string TempSocket() {
-  static int counter = 0;
-  static const struct Dir {
-    std::string path;
-    pid_t owner = getpid();
-    Dir() {
-      char t[] = "/tmp/paam-test-XXXXXX";
-      path = mkdtemp(t) != nullptr ? t : "/tmp/paam-test-" + std::to_string(owner);
-    }
-    ~Dir() {
-      std::error_code ignored;
-      if (getpid() == owner) std::filesystem::remove_all(path, ignored);
-    }
-  } dir;
-  return dir.path + "/" + std::to_string(counter++) + ".sock";
-}
+using test_util::TempSocket;
 
 std::unique_ptr<Server> StartServer(int buckets = 1, uint64_t poll_ns = ServerOptions::kAutoPoll) {
   ServerOptions o;
