@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # module path, in the order the commands appear in --help
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `paam analyze ... | head`: the reader left; not an error of ours
-        sys.stdout = None  # nothing more to flush at exit
+        # What is still buffered goes nowhere, so flushing at exit raises nothing more (the
+        # way the Python docs handle SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

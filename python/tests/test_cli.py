@@ -94,3 +94,16 @@ def test_eval_without_the_annex_says_how_to_install_it():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "experiments annex is not installed" in out.stderr and "make install" in out.stderr
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    # `paam analyze FILE --full | head -1`: the pipe closes while paam still writes
+    proc = subprocess.Popen([sys.executable, "-m", "paam.cli", "analyze", "--full",
+                             "python/paam/examples/case_study_1.yaml"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
