@@ -76,7 +76,7 @@ setup: $(VENV)/.stamp
 # pip's verbose output with only CMake's steps shown ("[12/40] Building CXX object ..."); all of it
 # in $(LOGS)/install.log.
 install: setup
-	$(call step,3,building paam from source (C++ core + paamd + Python bindings: about 45 compile steps; 1-2 minutes the first time) and installing it with the experiments annex)
+	$(call step,3,building paam from source (C++ core + paamd + Python bindings: about 45 compile steps; 1-2 minutes the first time; 2 more where libtorch is found: the model plugin) and installing it with the experiments annex)
 	@$(call logged,$(LOGS)/install.log,$(PIP) install -v --no-build-isolation .,^ *\[[0-9]+/[0-9]+\]|^\*\*\* |^Successfully)
 	@$(call logged,$(LOGS)/install-experiments.log,$(PIP) install --no-build-isolation --no-deps -e experiments,^Successfully installed)
 

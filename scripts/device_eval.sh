@@ -43,7 +43,7 @@ if [ ! -f "$STAMP" ]; then
     || echo "device_eval: paam_cs2_executor not built: --e0-executor cpp will say so"
   echo "== setup: paam (CUDA backend)"
   CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PY" -m pip install -q --no-build-isolation \
-    --config-settings=build-dir=build/py-device .
+    --no-index --find-links "$WHEELS" --config-settings=build-dir=build/py-device .
   "$PY" -c 'import paam, rclpy, paam_msgs.msg; print("paam", paam.__file__)'
   touch "$STAMP"
   echo "== setup took $(( $(date +%s) - t0 )) s"

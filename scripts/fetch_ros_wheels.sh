@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Downloads ROS 2 Jazzy (scripts/requirements-ros.txt) as CPython 3.12 x86-64 wheels into
+# Downloads ROS 2 Jazzy (scripts/requirements-ros.txt) and the paam dependencies the GPU machine's
+# image lacks (scripts/requirements-device.txt) as CPython 3.12 x86-64 wheels into
 # .whl/ (git-ignored), for a machine that has no network but Python 3.12 (the GPU machine),
 # and packs them into .whl-xz/wheels.tar.xz: carry .whl-xz there and run
 # scripts/device_eval.sh, which unpacks and installs them.
@@ -25,7 +26,7 @@ python3 -m pip download -q --find-links build/empy-wheel --only-binary=:all: \
   --python-version "$PYV" --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform linux_x86_64 \
-  --platform any -d "$DEST" -r scripts/requirements-ros.txt
+  --platform any -d "$DEST" -r scripts/requirements-ros.txt -r scripts/requirements-device.txt
 # Already on the GPU machine's image (see the device notes); dropping them saves ~20 MiB.
 for skip in numpy packaging pyparsing python_dateutil pyyaml PyYAML setuptools tzdata six; do
   rm -f "$DEST"/${skip}-*.whl

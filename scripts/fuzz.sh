@@ -27,7 +27,7 @@ FUZZ_CC=${FUZZ_CC:-clang}
 FUZZ_CXX=${FUZZ_CXX:-clang++}
 JOBS=${JOBS:-$(nproc)}
 LOGS=${LOGS:-build/logs}
-TARGETS=(fuzz_wire fuzz_descriptor fuzz_admission fuzz_analysis)
+TARGETS=(fuzz_wire fuzz_descriptor fuzz_admission fuzz_analysis fuzz_tensors)
 
 # clang with the libFuzzer runtime (Debian: clang, libclang-rt-dev).
 probe=$(mktemp -d)
@@ -89,5 +89,43 @@ for t in "${TARGETS[@]}"; do
     echo "$t: ${execs:-?} executions in ${secs} s, 0 crashes ($(sed -n 's/^INFO: Seed: //p' "$log" | head -n 1 | sed 's/^/seed /'); log: $log)"
   fi
 done
-echo "$name: ${#TARGETS[@]} targets, $total executions, $crashes crashes"
+
+# The Python target (atheris): the system YAML loader and the analysis behind `paam analyze`,
+# with the venv's paam. Fewer runs: each one goes through PyYAML and the analysis.
+ntargets=${#TARGETS[@]}
+PY=${PY:-.venv/bin/python}
+t=fuzz_system_yaml
+if "$PY" -c 'import atheris, paam.analysis' >/dev/null 2>&1; then
+  ntargets=$((ntargets + 1))
+  seeds=python/paam/examples
+  log="$LOGS/fuzz-$t.log"
+  if [ "$mode" = smoke ]; then
+    work="$FUZZ_BUILD/corpus-smoke/$t"
+    rm -rf "$work"
+    budget=(-runs="${FUZZ_SMOKE_PY_RUNS:-3000}" -seed=1 -max_total_time=120)
+  else
+    work="$FUZZ_BUILD/corpus-long/$t"
+    if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); else budget=(-max_total_time="${FUZZ_SECONDS:-300}"); fi
+  fi
+  mkdir -p "$work"
+  before=$(find "$artifacts" -type f | wc -l)
+  start=$(date +%s)
+  rc=0
+  "$PY" python/fuzz/fuzz_system_yaml.py "${budget[@]}" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/$t-" "$work" "$seeds" >"$log" 2>&1 || rc=$?
+  secs=$(($(date +%s) - start))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  found=$(($(find "$artifacts" -type f | wc -l) - before))
+  total=$((total + ${execs:-0}))
+  if [ $rc -ne 0 ] || [ "$found" -gt 0 ]; then
+    crashes=$((crashes + (found > 0 ? found : 1)))
+    echo "$t: FAILED (exit $rc) after ${execs:-?} executions in ${secs} s; the input is in $artifacts; the last lines of $log:"
+    tail -n 30 "$log"
+  else
+    echo "$t: ${execs:-?} executions in ${secs} s, 0 crashes (log: $log)"
+  fi
+else
+  echo "$t: skipped ($PY has no atheris or paam: make install)"
+fi
+echo "$name: $ntargets targets, $total executions, $crashes crashes"
 [ "$crashes" -eq 0 ]

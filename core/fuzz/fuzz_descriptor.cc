@@ -104,10 +104,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     const bool device_data = (d.flags & shm::kFlagDeviceData) != 0;
-    PAAM_FUZZ_CHECK((d.flags & ~shm::kKnownFlags) == 0 && d.reserved == 0);
+    PAAM_FUZZ_CHECK((d.flags & ~shm::kKnownFlags) == 0);
     PAAM_FUZZ_CHECK(!device_data || m.device.has_value());
     PAAM_FUZZ_CHECK(d.input_bytes <= (device_data ? m.device->input_bytes : m.input_capacity));
     PAAM_FUZZ_CHECK(out_bytes <= (device_data ? m.device->output_bytes : m.output_capacity));
+    // The deadline, for a server clock and cap drawn from the input: never before the
+    // (clamped) submission, never past the cap after the dequeue, whatever the client dated it.
+    const uint64_t now = in.head * 0x9e3779b97f4a7c15ull, cap = d.sequence >> (d.sequence & 63);
+    const uint64_t deadline = RequestDeadline(d, now, cap);
+    const uint64_t start = std::min(d.submit_ns, now);
+    auto within = [&](uint64_t limit) { return deadline - start <= limit || deadline == UINT64_MAX; };
+    PAAM_FUZZ_CHECK(deadline >= start);
+    PAAM_FUZZ_CHECK(cap == 0 || (within(cap) && (deadline != UINT64_MAX || start >= UINT64_MAX - cap)));
+    PAAM_FUZZ_CHECK(d.time_limit_ns == 0 || within(d.time_limit_ns));
+    PAAM_FUZZ_CHECK(cap != 0 || d.time_limit_ns != 0 || deadline == UINT64_MAX);
     Run(kernel, d, out_bytes);
   }
   return 0;

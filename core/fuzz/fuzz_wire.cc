@@ -1,5 +1,6 @@
 // fuzz/fuzz_wire.cc — the registration and control messages paamd reads from any process that
 // connects to its socket (and the reply a client reads back): wire::PeekKind and the decoders.
+// The control messages of the tools (statistics, trace) and their replies are decoded too.
 // Input: one message, as SOCK_SEQPACKET delivers it (at most wire::kMaxMessageBytes).
 // Properties: no crash, leak or undefined behaviour; a decoded message respects the limits the
 // server relies on, and encoding it gives a message that decodes to the same encoding.
@@ -47,6 +48,29 @@ void CheckReply(const uint8_t* data, size_t size) {
   PAAM_FUZZ_CHECK(wire::Encode(*again) == once);
 }
 
+void CheckControlRequest(const uint8_t* data, size_t size) {
+  auto req = wire::DecodeControlRequest(data, size);
+  if (!req.ok()) return;
+  PAAM_FUZZ_CHECK(wire::PeekKind(data, size) == req->kind);
+  PAAM_FUZZ_CHECK(wire::IsControlRequest(req->kind));
+  const std::vector<uint8_t> once = wire::Encode(*req);
+  PAAM_FUZZ_CHECK(once == std::vector<uint8_t>(data, data + size));  // no field is left unread
+  auto again = wire::DecodeControlRequest(once.data(), once.size());
+  PAAM_FUZZ_CHECK(again.ok());
+  PAAM_FUZZ_CHECK(wire::Encode(*again) == once);
+}
+
+void CheckControlReply(const uint8_t* data, size_t size) {
+  auto reply = wire::DecodeControlReply(data, size);
+  if (!reply.ok()) return;
+  PAAM_FUZZ_CHECK(wire::PeekKind(data, size) == reply->kind);
+  PAAM_FUZZ_CHECK(reply->payload.size() <= wire::kMaxControlPayload);
+  const std::vector<uint8_t> once = wire::Encode(*reply);
+  auto again = wire::DecodeControlReply(once.data(), once.size());
+  PAAM_FUZZ_CHECK(again.ok());
+  PAAM_FUZZ_CHECK(wire::Encode(*again) == once);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -54,5 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)wire::PeekKind(data, size);
   CheckRequest(data, size);
   CheckReply(data, size);
+  CheckControlRequest(data, size);
+  CheckControlReply(data, size);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "fuzz_inputs.h"
 #include "protocol/wire.h"
 #include "shm/layout.h"
+#include "tensors/tensor_table.h"
 
 using namespace paam;
 
@@ -112,6 +113,35 @@ void WireSeeds() {
   Write("fuzz_wire", "reply_refused", wire::Encode(refused));
   Write("fuzz_wire", "deregister", wire::EncodeDeregister());
   Write("fuzz_wire", "deregister_reply", wire::EncodeDeregisterReply());
+
+  // Control messages of the tools (statistics, trace).
+  wire::ControlRequest stats;
+  stats.kind = wire::MessageKind::kStats;
+  stats.offset = 61440;
+  Write("fuzz_wire", "stats", wire::Encode(stats));
+  wire::ControlRequest trace_start;
+  trace_start.kind = wire::MessageKind::kTraceStart;
+  trace_start.capacity = 1u << 16;
+  Write("fuzz_wire", "trace_start", wire::Encode(trace_start));
+  wire::ControlRequest trace_read;
+  trace_read.kind = wire::MessageKind::kTraceRead;
+  Write("fuzz_wire", "trace_read", wire::Encode(trace_read));
+  wire::ControlReply stats_reply;
+  stats_reply.total = 100000;
+  stats_reply.offset = 61440;
+  stats_reply.payload = "{\"server\": {\"pid\": 1234}, \"clients\": []}";
+  Write("fuzz_wire", "stats_reply", wire::Encode(stats_reply));
+  wire::ControlReply trace_reply;
+  trace_reply.kind = wire::MessageKind::kTraceReply;
+  trace_reply.total = 2;
+  trace_reply.more = true;
+  trace_reply.payload = "{\"dropped\":0,\"clients\":{\"1\":\"cam\"},\"records\":[[1,42,10,\"noop\",0,0,0,1,\"ok\",1,2,3,4,5,6]]}";
+  Write("fuzz_wire", "trace_reply", wire::Encode(trace_reply));
+  wire::ControlReply refused_tool;
+  refused_tool.kind = wire::MessageKind::kTraceReply;
+  refused_tool.status = Errc::kBusy;
+  refused_tool.message = "a trace is being recorded already (by pid 99)";
+  Write("fuzz_wire", "trace_busy", wire::Encode(refused_tool));
 }
 
 // One ring: regions (kernel index, capacities), then `requests` in the slots from `tail` on.
@@ -208,6 +238,29 @@ void AnalysisSeeds() {
   }
 }
 
+// Tensor tables as clients write them: the model's inputs, a scalar and an empty tensor, and
+// one tensor of every dtype.
+void TensorSeeds() {
+  auto table = [](const char* name, std::vector<tensors::Entry> entries) {
+    uint64_t offsets[tensors::kMaxTensors];
+    char err[160];
+    const uint64_t used = tensors::Plan(entries, offsets, err, sizeof err);
+    std::vector<uint8_t> area(used, 0);
+    tensors::Write(area.data(), entries, offsets, used);
+    for (size_t i = tensors::TableBytes(static_cast<uint32_t>(entries.size())); i < used; ++i) {
+      area[i] = static_cast<uint8_t>(i * 7);
+    }
+    Write("fuzz_tensors", name, area);
+  };
+  static const int64_t images[] = {2, 3, 8, 8}, ids[] = {5}, empty[] = {0, 4}, one[] = {1};
+  table("model_inputs", {{"images", DType::kFloat32, images}, {"ids", DType::kInt64, ids}});
+  table("scalar_and_empty", {{"s", DType::kFloat64, {}}, {"e", DType::kUInt8, empty}});
+  std::vector<tensors::Entry> all;
+  static const char* names[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "b"};
+  for (uint32_t d = 1; d <= 10; ++d) all.push_back({names[d - 1], static_cast<DType>(d), one});
+  table("every_dtype", all);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,5 +273,6 @@ int main(int argc, char** argv) {
   DescriptorSeeds();
   AdmissionSeeds();
   AnalysisSeeds();
+  TensorSeeds();
   return 0;
 }

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from . import errors, testing
 from .client import Client, DeviceBuffers, Future, TimingModel, default_socket_path
-from .errors import (Busy, InputTooLarge, KernelFailed, NotAdmitted, PaamError, PaamTimeout,
-                     PermissionDenied, ServerDied, ServerNotRunning, UnknownKernel)
+from .errors import (Busy, Cancelled, InputTooLarge, KernelFailed, NotAdmitted, PaamError,
+                     PaamTimeout, PermissionDenied, ServerDied, ServerNotRunning, UnknownKernel)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "DeviceBuffers", "Future", "TimingModel", "default_socket_path", "errors", "testing",
     "PaamError", "ServerNotRunning", "NotAdmitted", "UnknownKernel", "InputTooLarge", "ServerDied",
-    "PaamTimeout", "KernelFailed", "Busy", "PermissionDenied",
+    "PaamTimeout", "Cancelled", "KernelFailed", "Busy", "PermissionDenied",
 ]
 

@@ -25,10 +25,13 @@ class Client:
     def output_view(self, k: int) -> npt.NDArray[np.uint8]:
         """View of kernel k's output area: the last output until the next request on k. It keeps
         the shared memory mapped while it lives, also after close()."""
-    def call(self, k: int, input_bytes: int, params: list[int], timeout_ns: int = 0, device: bool = False) -> int:
-        """Submit + wait; returns the output byte count. timeout_ns 0: no timeout.
+    def call(self, k: int, input_bytes: int, params: list[int], timeout_ns: int = 0, device: bool = False,
+             time_limit_ns: int = 0) -> int:
+        """Submit + wait; returns the output byte count. timeout_ns: this wait (0: no timeout);
+        time_limit_ns: the request's limit, which the server enforces (0: none from this client).
         device=True runs on the device buffers declared at registration (CUDA IPC)."""
-    def submit(self, k: int, input_bytes: int, params: list[int], device: bool = False) -> None: ...
+    def submit(self, k: int, input_bytes: int, params: list[int], device: bool = False,
+               time_limit_ns: int = 0) -> None: ...
     def has_device_buffers(self, k: int) -> bool: ...
     def wait(self, k: int, timeout_ns: int = 0) -> int: ...
     def ready(self, k: int) -> bool: ...
@@ -51,7 +54,24 @@ class Client:
     @property
     def direct(self) -> bool: ...
 
+class ControlConnection:
+    """A connection to paamd for statistics and tracing (never registers); use paam.observe.
+    Errors are raised as paam.errors exceptions."""
+    def __init__(self, socket_path: str, timeout_ms: int) -> None: ...
+    def stats(self) -> str:
+        """One statistics snapshot, as JSON text."""
+    def trace_start(self, capacity: int) -> int:
+        """Starts recording (about `capacity` records; 0: paamd's default); returns the capacity."""
+    def trace_read(self) -> list[str]:
+        """Drains what was recorded: JSON chunks {"dropped", "clients", "records"}."""
+    def trace_stop(self) -> int:
+        """Stops recording; returns the records dropped because a ring was full."""
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
 def default_socket_path() -> str: ...
 def builtin_kernels() -> list[tuple[str, str]]: ...
+def query_models(socket_path: str, timeout_ms: int = 5000) -> str: ...
 def now_ns() -> int:
     """CLOCK_MONOTONIC in ns: the clock of every paam timestamp."""

@@ -37,7 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from .errors import Busy, Closed, UnknownKernel
+from . import tensors as _tensors
+from .errors import Busy, Cancelled, Closed, InvalidArgument, PaamError, PaamTimeout, UnknownKernel
 from .kernels import KernelSpec, spec_for
 
 
@@ -170,13 +171,30 @@ def _declarations(kernels: KernelDecls) -> list[tuple[str, int, int]]:
     return out
 
 
+def _model_packer(model: str):
+    def pack(view: np.ndarray, *positional: Any, **tensors: Any) -> tuple[int, list[int], None]:
+        if positional:
+            raise InvalidArgument(f"model '{model}' takes named tensors, e.g. infer('{model}', images=array)")
+        return _tensors.pack(view, model, tensors), [], None
+    return pack
+
+
+def _model_unpacker(model: str):
+    return lambda out, _ctx: _tensors.unpack(out, model)
+
+
 def default_socket_path() -> str:
     """$PAAM_SOCKET, else $XDG_RUNTIME_DIR/paam/paamd.sock, else /tmp/paam-<uid>/paamd.sock."""
     return _core.default_socket_path()
 
 
+# How long a request waits for the server's answer to the kernel's earlier request that timed
+# out on this side (Client._settle): the server stops it within a watchdog tick and a slice.
+_SETTLE_SEC = 0.5
+
+
 def _timeout_ns(timeout_sec: float | None) -> int:
-    """The native layer's timeout: 0 waits as long as the request takes."""
+    """The native layer's timeout (and time limit): 0 waits as long as the request takes."""
     return 0 if timeout_sec is None else max(1, int(timeout_sec * 1e9))
 
 
@@ -228,11 +246,12 @@ class Future:
     def result(self, timeout_sec: float | None = None) -> Any:
         """Waits for and returns the result. ``None`` blocks as long as the request takes
         (bounded if the server dies: ServerDied); ``0`` does not wait (PaamTimeout if not done).
-        After a timeout the request stays outstanding and result() may be called again."""
+        After a timeout the request stays outstanding and result() may be called again; that
+        timeout is this wait's only (the request's own limit is submit()'s ``timeout_sec``,
+        past which the server stops it and result() raises :class:`paam.Cancelled`)."""
         if not self._collected:
             if timeout_sec is not None and timeout_sec <= 0:
                 if not self.done():
-                    from .errors import PaamTimeout
                     raise PaamTimeout(f"'{self.kernel}' has not completed")
                 timeout_sec = None
             timeout_ns = _timeout_ns(timeout_sec)
@@ -241,9 +260,8 @@ class Future:
                     nbytes = self._client._native.wait(self._index, timeout_ns)
                     self._value = self._client._unpack(self._index, nbytes, self._ctx, self._spec)
                 except Exception as exc:  # noqa: BLE001 - stored and re-raised below
-                    from .errors import PaamTimeout
-                    if isinstance(exc, PaamTimeout):
-                        raise
+                    if isinstance(exc, PaamTimeout) and not isinstance(exc, Cancelled):
+                        raise  # this wait's timeout: the request is still outstanding
                     self._error = exc
                 self._collected = True
         if self._error is not None:
@@ -271,15 +289,37 @@ class Client:
         ``(input_handle, input_bytes, output_handle, output_bytes, gpu)``): device buffers the
         server runs that kernel on with :meth:`request_device`/:meth:`submit_device` (CUDA IPC,
         server on the CUDA backend only; not in direct mode). Host requests keep working.
+
+    :param models: models paamd serves (``paamd --model NAME=PATH``, docs/models.md) that this
+        client runs with :meth:`infer`: names, or a mapping name -> None or (max input bytes,
+        max output bytes). Each becomes a kernel whose region is sized from the signature paamd
+        publishes (a model with an unbounded dimension needs its sizes). With models and no
+        ``kernels``, the client declares only the models.
+
+    Time limits: ``timeout_sec`` of a request is also its time limit on the server. A request
+    not finished that long after it was submitted, queued or running, is cancelled: a long
+    built-in kernel (``spin``, ``matmul``) stops at its next slice, a kernel that cannot be
+    sliced finishes its current launch, and the device is free for the next request. The call
+    raises :class:`paam.Cancelled` when the server stopped it, or :class:`paam.PaamTimeout` when
+    this process gave up waiting first (Cancelled is a PaamTimeout, so one ``except`` catches
+    both). The server caps every request's length as well (``paamd --max-request-ms``, default
+    60 s). Direct mode has no server and runs every kernel to its end.
     """
 
-    def __init__(self, priority: int = 0, kernels: KernelDecls = ("spin",), *, wait: str = "suspend",
+    def __init__(self, priority: int = 0, kernels: KernelDecls | None = None, *, wait: str = "suspend",
                  socket: str | os.PathLike | None = None, timing: TimingModel | None = None,
                  name: str = "", direct: bool = False, direct_backend: str = "cpu", device_cpu: int = -1,
                  unit: int = -1, plugins: Sequence[str] = (), hybrid_spin_us: float = 20.0,
                  connect_timeout_sec: float = 5.0,
-                 device_buffers: Mapping[str, DeviceBuffers | tuple] | None = None):
+                 device_buffers: Mapping[str, DeviceBuffers | tuple] | None = None,
+                 models: Iterable[str] | Mapping[str, tuple[int, int] | None] = ()):
+        if kernels is None:
+            kernels = () if models else ("spin",)
         self._decls = _declarations(kernels)
+        self._model_specs, self._model_infos = self._model_declarations(models, socket, direct,
+                                                                          connect_timeout_sec)
+        self._decls += [(n, s.max_input, s.max_output) for n, s in self._model_specs.items()
+                        if n not in {d[0] for d in self._decls}]
         device = _device_decls(device_buffers, [d[0] for d in self._decls])
         self._native = _core.Client(
             os.fspath(socket) if socket is not None else "", name or f"pid{os.getpid()}", int(priority),
@@ -291,27 +331,40 @@ class Client:
         self._wait = wait
         self._last_index: int | None = None
         self._gate = _Gate()
+        # Kernels whose synchronous request timed out on this side: the request stays outstanding
+        # until the server answers it (at its time limit), and the kernel's next request
+        # collects that answer first (_settle).
+        self._timed_out: set[int] = set()
 
     # -- requests ---------------------------------------------------------------------------
 
     def request(self, kernel: str, *inputs: Any, timeout_sec: float | None = None, **params: Any) -> Any:
-        """Runs ``kernel`` on ``inputs`` and returns its result (see paam.kernels for types)."""
+        """Runs ``kernel`` on ``inputs`` and returns its result (see paam.kernels for types).
+
+        ``timeout_sec`` (None: none) is the request's time limit, enforced by the server too:
+        past it the call raises :class:`paam.Cancelled` (the server stopped the request) or
+        :class:`paam.PaamTimeout` (this side stopped waiting first; the kernel's next request
+        collects the server's answer first, and raises Busy if the server is still running it)."""
         with self._gate:
             k, spec = self._lookup(kernel)
+            self._settle(k, kernel)
             nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
-            out = self._native.call(k, nbytes, p, _timeout_ns(timeout_sec))
+            out = self._call(k, nbytes, p, timeout_sec)
             self._last_index = k
             return self._unpack(k, out, ctx, spec)
 
-    def submit(self, kernel: str, *inputs: Any, **params: Any) -> Future:
+    def submit(self, kernel: str, *inputs: Any, timeout_sec: float | None = None, **params: Any) -> Future:
         """Queues a request and returns a :class:`Future` at once (in direct mode the kernel
-        runs before submit returns)."""
+        runs before submit returns). ``timeout_sec`` (None: none) is the request's time limit
+        on the server: past it the server stops the request and the Future's result() raises
+        :class:`paam.Cancelled`."""
         with self._gate:
             k, spec = self._lookup(kernel)
+            self._settle(k, kernel)
             if self._native.outstanding(k):
                 raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
             nbytes, p, ctx = spec.pack(self._native.input_view(k), *inputs, **params)
-            self._native.submit(k, nbytes, p)
+            self._native.submit(k, nbytes, p, False, _timeout_ns(timeout_sec))
             self._last_index = k
             return Future(self, kernel, k, ctx, spec)
 
@@ -324,24 +377,50 @@ class Client:
         defaults to the whole device input buffer. Finish writing the input on the GPU (e.g.
         ``cupy.cuda.Stream.null.synchronize()``) before calling: the server's stream does not
         wait for yours. When this returns, the output is complete in device memory. Raises
-        InvalidArgument if ``kernel`` has no device buffers."""
+        InvalidArgument if ``kernel`` has no device buffers. ``timeout_sec``: as for
+        :meth:`request`."""
         with self._gate:
             k, nbytes = self._device_request(kernel, input_bytes)
-            out = self._native.call(k, nbytes, [int(x) for x in params], _timeout_ns(timeout_sec),
-                                    True)
+            self._settle(k, kernel)
+            out = self._call(k, nbytes, [int(x) for x in params], timeout_sec, device=True)
             self._last_index = k
             return out
 
-    def submit_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None) -> Future:
+    def submit_device(self, kernel: str, params: Sequence[int] = (), input_bytes: int | None = None,
+                      timeout_sec: float | None = None) -> Future:
         """Asynchronous :meth:`request_device`: returns a :class:`Future` whose result is the
-        output byte count (the output is in device memory once the future is done)."""
+        output byte count (the output is in device memory once the future is done).
+        ``timeout_sec``: as for :meth:`submit`."""
         with self._gate:
             k, nbytes = self._device_request(kernel, input_bytes)
+            self._settle(k, kernel)
             if self._native.outstanding(k):
                 raise Busy(f"a request for '{kernel}' is outstanding; collect its result first")
-            self._native.submit(k, nbytes, [int(x) for x in params], True)
+            self._native.submit(k, nbytes, [int(x) for x in params], True, _timeout_ns(timeout_sec))
             self._last_index = k
             return Future(self, kernel, k, None, None)
+
+    def infer(self, model: str, /, timeout_sec: float | None = None, **tensors: Any) -> dict[str, np.ndarray]:
+        """Runs ``model`` (declared with ``models=``) on named tensors and returns its outputs,
+        name -> numpy array (copies), e.g. ``client.infer("detector", images=batch)``.
+
+        Each array goes with its own dtype and shape; paamd's model checks them against its
+        signature and refuses a wrong dtype, a wrong shape, a missing or an unknown input with
+        :class:`paam.InvalidArgument` naming what it expected, and an output beyond its signature
+        with :class:`paam.KernelFailed`; the next request works as usual. ``timeout_sec``: as
+        for :meth:`request`."""
+        self._model_spec(model)
+        return self.request(model, timeout_sec=timeout_sec, **tensors)
+
+    def submit_infer(self, model: str, /, timeout_sec: float | None = None, **tensors: Any) -> Future:
+        """Asynchronous :meth:`infer`: a :class:`Future` whose ``result()`` is the outputs."""
+        self._model_spec(model)
+        return self.submit(model, timeout_sec=timeout_sec, **tensors)
+
+    @property
+    def models(self) -> dict[str, Any]:
+        """The declared models: name -> :class:`paam.models.ModelInfo` (signature, format, file)."""
+        return dict(self._model_infos)
 
     def input_buffer(self, kernel: str) -> np.ndarray:
         """The zero-copy input area of ``kernel`` (uint8, writable). The array keeps the client's
@@ -352,11 +431,11 @@ class Client:
     def request_raw(self, kernel: str, input_bytes: int, params: Sequence[int] = (),
                     timeout_sec: float | None = None) -> np.ndarray:
         """Runs ``kernel`` on the first ``input_bytes`` already written into input_buffer();
-        returns a copy of the output bytes."""
+        returns a copy of the output bytes. ``timeout_sec``: as for :meth:`request`."""
         with self._gate:
             k = self._lookup(kernel)[0]
-            out = self._native.call(k, int(input_bytes), [int(x) for x in params],
-                                    _timeout_ns(timeout_sec))
+            self._settle(k, kernel)
+            out = self._call(k, int(input_bytes), [int(x) for x in params], timeout_sec)
             self._last_index = k
             return self._native.output_view(k)[:out].copy()
 
@@ -454,10 +533,64 @@ class Client:
         if self._native.closed:
             raise Closed("client is closed")
         try:
-            return self._index[kernel], spec_for(kernel)
+            return self._index[kernel], self._model_specs.get(kernel) or spec_for(kernel)
         except KeyError:
             raise UnknownKernel(
                 f"'{kernel}' was not declared at registration (declared: {', '.join(self._index)})") from None
+
+    @staticmethod
+    def _model_declarations(models, socket, direct: bool, timeout_sec: float) -> tuple[dict, dict]:
+        """The specs (how tensors are packed and unpacked) and signatures of the models."""
+        if not models:
+            return {}, {}
+        if direct:
+            raise InvalidArgument("models run in paamd (paamd --model NAME=PATH); direct mode has no model plugin")
+        from .models import model_declarations, query_models
+        infos = query_models(socket, timeout_sec)
+        label = os.fspath(socket) if socket is not None else default_socket_path()
+        specs, chosen = {}, {}
+        for name, max_in, max_out in model_declarations(models, infos, label):
+            chosen[name] = next(m for m in infos if m.name == name)
+            specs[name] = KernelSpec(name, max_in, max_out, _model_packer(name), _model_unpacker(name))
+        return specs, chosen
+
+    def _model_spec(self, model: str) -> KernelSpec:
+        spec = self._model_specs.get(model)
+        if spec is None:
+            if model in self._index:
+                raise InvalidArgument(f"'{model}' is a kernel, not a model: run it with request()")
+            raise UnknownKernel(f"model '{model}' was not declared at registration (declared models: "
+                                f"{', '.join(self._model_specs) or 'none; pass models=[...]'})")
+        return spec
+
+    def _call(self, k: int, nbytes: int, params: Sequence[int], timeout_sec: float | None,
+              device: bool = False) -> int:
+        """A synchronous request whose time limit and wait are both ``timeout_sec``."""
+        limit = _timeout_ns(timeout_sec)
+        try:
+            return self._native.call(k, nbytes, params, limit, device, limit)
+        except PaamTimeout as exc:
+            if not isinstance(exc, Cancelled):
+                self._timed_out.add(k)  # outstanding until the server's answer is collected
+            raise
+
+    def _settle(self, k: int, kernel: str) -> None:
+        """Collects (and drops) the answer to a request of ``k`` that timed out on this side.
+        The server stops it at the same limit, so the answer is due: it is waited for up to
+        _SETTLE_SEC, then Busy (a kernel that cannot be sliced runs to the end of its launch)."""
+        if k not in self._timed_out:
+            return
+        if self._native.outstanding(k):
+            try:
+                self._native.wait(k, _timeout_ns(_SETTLE_SEC))
+            except PaamTimeout as exc:
+                if not isinstance(exc, Cancelled):
+                    raise Busy(f"the earlier request for '{kernel}' timed out here and still runs on the "
+                               "server, past its time limit (a kernel without slices finishes its launch "
+                               "first)") from None
+            except PaamError:
+                pass  # its answer went to nobody
+        self._timed_out.discard(k)
 
     def _unpack(self, k: int, nbytes: int, ctx: Any, spec: KernelSpec | None) -> Any:
         if spec is None:  # device data: the output is in the device buffer

@@ -101,12 +101,23 @@ class PermissionDenied(PaamError, PermissionError):
     code = "permission_denied"
 
 
+class Cancelled(PaamTimeout):
+    """Raised when the server stopped a request before it finished: it was still queued or
+    running when its time limit passed (``timeout_sec=`` of a request, which the server enforces
+    as well as the client) or the server's cap on a request's length (``paamd
+    --max-request-ms``). Long built-in kernels stop at their next slice; a kernel that cannot
+    be sliced finishes its current launch first. A :class:`PaamTimeout` (and so a
+    ``TimeoutError``): ``except paam.PaamTimeout`` catches a time limit whichever side noticed it
+    first. Unlike a client-side timeout, the request is over: its kernel may be used again."""
+    code = "cancelled"
+
+
 # Numeric codes as in core/include/paam/status.h (paam::Errc).
 _BY_CODE = {
     1: ServerNotRunning, 2: NotAdmitted, 3: UnknownKernel, 4: InputTooLarge, 5: ServerDied,
     6: PaamTimeout, 7: InvalidArgument, 8: VersionMismatch, 9: ProtocolError, 10: Busy,
     11: KernelFailed, 12: ResourceExhausted, 13: Closed, 14: SystemError_, 15: OutputTooLarge,
-    16: PermissionDenied,
+    16: PermissionDenied, 17: Cancelled,
 }
 
 

@@ -224,7 +224,7 @@ void BindClient(nb::module_& m) {
       .def(
           "call",
           [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, uint64_t timeout_ns,
-             bool device) {
+             bool device, uint64_t time_limit_ns) {
             uint64_t p[4];
             ParamsFrom(params, p);
             uint64_t out = 0;
@@ -233,17 +233,21 @@ void BindClient(nb::module_& m) {
             paam::Client& client = use.client();
             {
               nb::gil_scoped_release release;
-              st = device ? client.CallDevice(k, input_bytes, p, &out, timeout_ns)
-                          : client.Call(k, input_bytes, p, &out, timeout_ns);
+              st = device ? client.SubmitDevice(k, input_bytes, p, time_limit_ns)
+                          : client.Submit(k, input_bytes, p, time_limit_ns);
+              if (st.ok()) st = client.Wait(k, &out, timeout_ns);
             }
             Check(st);
             return out;
           },
-          "k"_a, "input_bytes"_a, "params"_a, "timeout_ns"_a = 0, "device"_a = false,
+          "k"_a, "input_bytes"_a, "params"_a, "timeout_ns"_a = 0, "device"_a = false, "time_limit_ns"_a = 0,
+          "Submit + wait. timeout_ns: this wait (0: as long as it takes); time_limit_ns: the request's\n"
+          "limit, which the server enforces (0: none from this client; the server's cap applies).\n"
           "device=True runs on the device buffers declared at registration (CUDA IPC).")
       .def(
           "submit",
-          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, bool device) {
+          [](PyClient& c, int k, uint64_t input_bytes, const std::vector<uint64_t>& params, bool device,
+             uint64_t time_limit_ns) {
             uint64_t p[4];
             ParamsFrom(params, p);
             paam::Status st;
@@ -251,11 +255,12 @@ void BindClient(nb::module_& m) {
             paam::Client& client = use.client();
             {
               nb::gil_scoped_release release;  // direct mode runs the kernel here
-              st = device ? client.SubmitDevice(k, input_bytes, p) : client.Submit(k, input_bytes, p);
+              st = device ? client.SubmitDevice(k, input_bytes, p, time_limit_ns)
+                          : client.Submit(k, input_bytes, p, time_limit_ns);
             }
             Check(st);
           },
-          "k"_a, "input_bytes"_a, "params"_a, "device"_a = false)
+          "k"_a, "input_bytes"_a, "params"_a, "device"_a = false, "time_limit_ns"_a = 0)
       .def("has_device_buffers", [](PyClient& c, int k) { return c.get().HasDeviceBuffers(k); })
       .def(
           "wait",
@@ -298,6 +303,20 @@ void BindClient(nb::module_& m) {
 
   m.def("default_socket_path", &paam::DefaultSocketPath, "Default paamd socket path.");
   m.def("builtin_kernels", &paam::BuiltinKernelSignatures, "(name, signature) of the built-in kernels.");
+  m.def(
+      "query_models",
+      [](const std::string& socket_path, int timeout_ms) {
+        paam::Result<std::string> json = paam::Status();
+        {
+          nb::gil_scoped_release release;
+          json = paam::QueryModelsJson(socket_path, timeout_ms);
+        }
+        if (!json.ok()) Raise(json.status());
+        return json.value();
+      },
+      "socket_path"_a, "timeout_ms"_a = 5000,
+      "The models paamd serves, as its JSON: {\"models\": [{name, format, path, device, inputs, outputs, "
+      "max_input_bytes, max_output_bytes}]} (docs/models.md).");
   m.def(
       "now_ns",
       [] {

@@ -239,3 +239,102 @@ def test_the_native_client_closed_under_a_native_call_waits_for_it(server):
     assert got and native.closed
     with pytest.raises(paam.errors.Closed):
         native.call(k, nbytes, p, 0)
+
+
+# --- Cancellation: a request's time limit, the server's cap, a client that goes away ---------
+# Bounds are loose (a busy 2-core machine): what matters is "well before the 20 s spin ends".
+
+def test_a_timeout_also_stops_the_request_on_the_server(server):
+    with paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as slow, \
+         paam.Client(priority=100, kernels=["spin"], socket=server.socket_path) as urgent:
+        errors: list = []
+        t0 = time.monotonic()
+
+        def run_slow():
+            try:
+                slow.request("spin", duration_ms=20_000, timeout_sec=0.2)
+            except paam.PaamTimeout as exc:  # Cancelled (the server) or PaamTimeout (this side)
+                errors.append(exc)
+
+        t = threading.Thread(target=run_slow)
+        t.start()
+        time.sleep(0.05)  # the spin holds the server's only worker; the urgent request queues
+        t1 = time.monotonic()
+        assert urgent.request("spin", duration_ms=1) >= 1.0
+        assert time.monotonic() - t1 < 5, "the urgent request waited for the 20 s spin"
+        t.join(10)
+        assert errors and time.monotonic() - t0 < 10
+        # The timed-out kernel is usable again: its next request collects the server's answer.
+        assert slow.request("spin", duration_ms=1) >= 1.0
+
+
+def test_submit_with_a_time_limit_gives_cancelled(server):
+    with paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as c:
+        t0 = time.monotonic()
+        fut = c.submit("spin", duration_ms=20_000, timeout_sec=0.2)
+        with pytest.raises(paam.Cancelled, match="time limit of 200.0 ms") as err:
+            fut.result(timeout_sec=30)
+        assert time.monotonic() - t0 < 10
+        assert err.value.code == "cancelled" and isinstance(err.value, paam.PaamTimeout)
+        with pytest.raises(paam.Cancelled):
+            fut.result()  # collected: the same answer again
+        assert c.request("spin", duration_ms=1) >= 1.0
+
+
+def test_a_queued_request_past_its_limit_is_answered_without_running(server):
+    with paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as busy, \
+         paam.Client(priority=100, kernels=["spin"], socket=server.socket_path) as late:
+        running = busy.submit("spin", duration_ms=1500)
+        time.sleep(0.05)
+        fut = late.submit("spin", duration_ms=1, timeout_sec=0.1)
+        with pytest.raises(paam.Cancelled, match="did not run"):
+            fut.result(timeout_sec=30)
+        stamps = late.timestamps("spin")
+        assert stamps["picked"] == 0 and stamps["device_start"] == 0
+        assert running.result(timeout_sec=60) >= 1500
+        assert stamps["completed"] < busy.timestamps("spin")["device_end"]
+
+
+_SPIN_AND_WAIT = textwrap.dedent("""
+    import sys, time
+    import paam
+    c = paam.Client(priority=1, kernels=["spin"], socket=sys.argv[1])
+    c.submit("spin", duration_ms=20_000)
+    print("submitted", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_a_killed_clients_running_spin_is_stopped(server):
+    victim = subprocess.Popen([sys.executable, "-c", _SPIN_AND_WAIT, server.socket_path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert victim.stdout.readline().strip() == "submitted", victim.stderr.read()
+        time.sleep(0.3)  # its spin runs on the only worker
+    finally:
+        victim.kill()
+        victim.wait()
+    t0 = time.monotonic()
+    with paam.Client(priority=1, kernels=["spin"], socket=server.socket_path) as c:
+        assert c.request("spin", duration_ms=1) >= 1.0
+    assert time.monotonic() - t0 < 5, "the dead client's spin kept the worker"
+
+
+def test_max_request_ms_caps_a_request_without_a_limit_of_its_own():
+    with paam.testing.start_server(device_cpu=-2, extra_args=["--max-request-ms", "300"]) as srv:
+        with paam.Client(priority=1, kernels=["spin"], socket=srv.socket_path) as c:
+            t0 = time.monotonic()
+            with pytest.raises(paam.Cancelled, match="cap on a request's length of 300.0 ms"):
+                c.request("spin", duration_ms=20_000)
+            with pytest.raises(paam.PaamTimeout):  # a longer limit of its own does not lift the cap
+                c.request("spin", duration_ms=20_000, timeout_sec=10)
+            assert time.monotonic() - t0 < 15
+            assert c.request("spin", duration_ms=1) >= 1.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1.5", "86400001"])
+def test_bad_max_request_ms_values_are_refused(value, tmp_path):
+    r = subprocess.run([paam.testing.find_paamd(), "--socket", str(tmp_path / "s.sock"),
+                        "--max-request-ms", value], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "--max-request-ms" in r.stderr, r.stderr

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "paam/status.h"
+#include "paam/tensor.h"
 #include "paam/types.h"
 
 namespace paam {
@@ -37,12 +38,24 @@ struct ClientOptions {
   uint32_t priority = 0;            // chain priority, larger = more critical
   std::vector<KernelDecl> kernels;  // kernels this callback will use, with max sizes and,
                                     // optionally, device buffers (CUDA IPC; server mode only)
+  // Models served by paamd (docs/models.md) this callback will run with Infer: each becomes a
+  // kernel whose region is sized from the signature paamd publishes (QueryModels). A model
+  // with a dimension that has no bound goes into `kernels` with its sizes instead (a name in
+  // both keeps the sizes of `kernels`). Server mode only.
+  std::vector<std::string> models;
   WaitMode wait = WaitMode::kSuspend;
   std::optional<TimingModel> timing;  // for admission control; none = best-effort
   Uuid callback_uuid{};             // all zero: a random one is drawn
   int unit = -1;                    // accelerator unit (GPU) to use; -1: the server picks (direct
                                     // mode on cuda: the CUDA device ordinal, -1 = GPU 0)
   int connect_timeout_ms = 5000;    // registration reply timeout
+  // The time limit of every request, in ns after its submission (0: none from this client;
+  // Submit(k, ..., time_limit_ns) sets one per request). A request not finished by then,
+  // queued or running, is cancelled by the server: a long built-in kernel stops at its next
+  // slice, a kernel that cannot be sliced finishes its current launch, and Wait returns
+  // kCancelled. The server's own cap (paamd --max-request-ms) applies whatever this says.
+  // Server mode only: direct mode runs each kernel to its end.
+  uint64_t request_time_limit_ns = 0;
   // Server uids to trust besides this process's effective uid and root (more may come from
   // $PAAM_TRUSTED_SERVER_UIDS, "uid,uid"). Before sending anything, Connect checks the server's
   // uid (SO_PEERCRED) and refuses any other with kPermissionDenied.
@@ -97,11 +110,23 @@ class Client {
   std::span<const uint8_t> Output(int k) const;
 
   // Submit + Wait. timeout_ns 0 waits as long as the request takes (bounded if the server dies).
+  // timeout_ns is this caller's wait only; the request's time limit, which the server
+  // enforces, is ClientOptions::request_time_limit_ns (CallWithin sets both).
   Status Call(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
               uint64_t timeout_ns = 0);
+  // Submit with time limit `time_limit_ns`, then Wait up to the same time: the server cancels
+  // the request at its limit (kCancelled) and this caller stops waiting then too (kTimeout,
+  // as Call's timeout: the request stays outstanding until Wait collects it, which the
+  // server's cancellation lets happen soon after, at the kernel's next slice). Whichever side
+  // notices first answers. time_limit_ns 0: as Call without a timeout.
+  Status CallWithin(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
+                    uint64_t time_limit_ns);
   // Queues a request for kernel k whose input is already in Input(k). kBusy if one is
   // outstanding for k. In direct mode the kernel runs before Submit returns.
   Status Submit(int k, uint64_t input_bytes, const uint64_t params[4]);
+  // Submit with its own time limit in ns (0: none from this client), in place of
+  // ClientOptions::request_time_limit_ns.
+  Status Submit(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t time_limit_ns);
   // Device data (CUDA IPC): like Submit/Call, but the kernel runs on the device buffers
   // declared for k at registration (KernelDecl::device) instead of Input(k)/Output(k): no
   // host copies. The client must have finished writing the input buffer on the GPU (e.g.
@@ -109,18 +134,35 @@ class Client {
   // when Wait returns OK. kInvalidArgument if k has no device buffers; kInputTooLarge if
   // input_bytes exceeds the device input buffer. Server mode only.
   Status SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4]);
+  Status SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t time_limit_ns);
   Status CallDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
                     uint64_t timeout_ns = 0);
   // True when k was registered with device buffers.
   bool HasDeviceBuffers(int k) const;
   // Waits for the outstanding request of kernel k. On a timeout the request stays outstanding
-  // and Wait may be called again.
+  // and Wait may be called again. kCancelled: the server stopped it (its time limit or the
+  // server's cap passed); it is over, and k takes new requests.
   Status Wait(int k, uint64_t* output_bytes, uint64_t timeout_ns = 0);
   // True when the outstanding request of k has completed (Wait would not block).
   bool Ready(int k) const;
   // True when a request of k was submitted and not yet collected by Wait.
   bool Outstanding(int k) const;
   RequestTimestamps Timestamps(int k) const;
+
+  // Models (paam/tensor.h, docs/models.md). Infer writes `inputs` into the model's region
+  // behind a tensor table, runs the model and fills `outputs` from the table the model wrote:
+  // names, dtypes and shapes, with the bytes left in the region's output area (zero copy,
+  // valid until the next request of the model). Errors: kUnknownKernel (a model not declared
+  // at registration), kInputTooLarge (the inputs need more than the region holds), and the
+  // model's own, which name what it expected: kInvalidArgument for a missing or unknown
+  // input, a wrong dtype or shape, kKernelFailed for an output beyond its signature or a
+  // failure inside the model. The request after a failed one works as usual. Allocates (the
+  // outputs' names and shapes); SubmitInfer itself does not.
+  Status Infer(std::string_view model, std::span<const TensorView> inputs, std::vector<Tensor>* outputs,
+               uint64_t timeout_ns = 0);
+  // Infer in two halves, as Submit and Wait: one request of the model at a time.
+  Status SubmitInfer(std::string_view model, std::span<const TensorView> inputs);
+  Status WaitInfer(std::string_view model, std::vector<Tensor>* outputs, uint64_t timeout_ns = 0);
 
   uint32_t priority() const;
   int bucket() const;              // bucket at registration time (0 = highest)

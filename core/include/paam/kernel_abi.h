@@ -18,6 +18,19 @@
  *
  * Thread safety: `plan` and `run_*` may be called concurrently from several threads.
  * Do not change the layout of these structs without bumping PAAM_KERNEL_ABI_VERSION.
+ *
+ * Version 2 (below, PAAM_KERNEL_ABI_V2) is for plugins configured at start, such as the model
+ * plugin (core/src/models, docs/models.md). Such a plugin exports
+ *
+ *     const paam_plugin_v2* paam_plugin_init(uint32_t abi_version, const char* config,
+ *                                            char* err, size_t err_len);
+ *
+ * which gets the plugin's configuration (text the plugin defines: JSON for the model plugin)
+ * and returns its kernels, each with state of its own, functions that report errors as text,
+ * and optionally a machine-readable signature of named tensors. paamd loads the model plugin
+ * this way (`--model`); ServerOptions::configured_plugins loads any other. A plugin
+ * that exports only paam_plugin_kernels is a version 1 plugin and works as before; a plugin
+ * that exports both is loaded as version 2.
  */
 #ifndef PAAM_KERNEL_ABI_H_
 #define PAAM_KERNEL_ABI_H_
@@ -49,6 +62,11 @@ typedef struct paam_kernel_args {
   void* stream;             /* cudaStream_t of the worker's bucket on CUDA; NULL on CPU */
   int32_t level;            /* hardware priority level, 0 = highest */
   int32_t device_index;     /* which GPU (CUDA) or 0 */
+  /* Appended by version 2 (a version 1 kernel never reads past device_index): the request's
+   * input in host memory, that is the region's input area, which the CUDA backend has copied
+   * to `input` on `stream`; NULL when the input lives on the device only (CUDA IPC device
+   * data). Shared with the client: copy what you check before trusting it. */
+  const void* host_input;
 } paam_kernel_args;
 
 typedef struct paam_kernel {
@@ -66,6 +84,46 @@ typedef struct paam_kernel {
 } paam_kernel;
 
 typedef const paam_kernel* (*paam_plugin_kernels_fn)(uint32_t abi_version, uint32_t* count);
+
+/* ---- Version 2: plugins configured at start, kernels with state and tensor signatures ---- */
+
+#define PAAM_KERNEL_ABI_V2 2u
+
+/* What plan() of a version 2 kernel sees of a request. */
+typedef struct paam_plan_args {
+  const uint64_t* params;    /* PAAM_MAX_PARAMS values */
+  uint64_t input_bytes;
+  /* The input area in host memory, or NULL when the input lives on the device (CUDA IPC).
+   * Shared with the client, which may change it at any time: copy, then check the copy. */
+  const void* host_input;
+  uint64_t output_capacity;  /* bytes of the output area declared at registration */
+} paam_plan_args;
+
+typedef struct paam_kernel_v2 {
+  const char* name;       /* as version 1 */
+  const char* signature;  /* for humans, as version 1 */
+  /* Machine-readable signature (JSON: {"inputs": [{"name", "dtype", "shape", "max_shape"}],
+   * "outputs": [...], ...}; docs/models.md), published to clients by paamd; NULL: none. */
+  const char* tensor_signature;
+  void* state;            /* passed back to every call below */
+  /* As version 1, with the state and the request's data; on failure a NUL-terminated
+   * message of at most err_len bytes in err (paamd answers the request with it). */
+  int (*plan)(void* state, const paam_plan_args* args, uint64_t* output_bytes, char* err, size_t err_len);
+  int (*run_cpu)(void* state, const paam_kernel_args* args, char* err, size_t err_len);
+  int (*run_cuda)(void* state, const paam_kernel_args* args, char* err, size_t err_len);
+} paam_kernel_v2;
+
+typedef struct paam_plugin_v2 {
+  uint32_t abi_version;            /* PAAM_KERNEL_ABI_V2 */
+  uint32_t count;
+  const paam_kernel_v2* kernels;   /* valid until fini */
+  void (*fini)(void);              /* frees the kernels' state; may be NULL */
+} paam_plugin_v2;
+
+/* Returns the plugin's kernels for `config` (may be ""), or NULL with a message in err (an
+ * unsupported abi_version, a bad configuration, a model that does not load). */
+typedef const paam_plugin_v2* (*paam_plugin_init_fn)(uint32_t abi_version, const char* config, char* err,
+                                                     size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,8 @@ enum class Errc : uint8_t {
   kSystemError = 14,       // an OS call failed (message carries errno text)
   kOutputTooLarge = 15,    // output would not fit the declared output capacity
   kPermissionDenied = 16,  // not allowed: a socket directory or server this uid must not trust
+  kCancelled = 17,         // the server stopped the request: its time limit or the server's cap
+                           // passed, or its client went away
 };
 
 // Short stable name of an error code, e.g. "not_admitted".

@@ -83,6 +83,7 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
     if (!report.ok()) return {false, "chain set rejected by the analysis: " + report.status().message()};
     if (!report->schedulable) return {false, Refusal(system, *report)};
 
+    SetBounds(candidate, system, *report);
     admitted_.emplace(reg.client_id, std::move(reg));
     return {true, Summary(*report, request.timing->chain, request.timing->chain_length)};
   }
@@ -90,9 +91,22 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
   void Remove(uint64_t client_id) override {
     admitted_.erase(client_id);
     best_effort_.erase(client_id);
+    bounds_.clear();
+    if (admitted_.empty()) return;
+    // The others' bounds change too: their interference, and with the bucket map their blocking.
+    std::vector<const Registration*> rest;
+    for (const auto& [id, r] : admitted_) rest.push_back(&r);
+    const rta::System system = Build(rest);
+    if (Result<rta::Report> report = rta::Analyze(system); report.ok()) SetBounds(rest, system, *report);
   }
 
   bool ReservesLowestBucket() const override { return true; }
+
+  std::optional<double> RequestBoundMs(uint64_t client_id) const override {
+    auto it = bounds_.find(client_id);
+    if (it == bounds_.end()) return std::nullopt;
+    return it->second;
+  }
 
  private:
   static std::string CheckModel(const Registration& reg) {
@@ -222,7 +236,42 @@ class AnalysisAdmissionPolicy final : public AdmissionPolicy {
     return "admitted: all " + std::to_string(critical) + " critical chains schedulable" + bound + partial;
   }
 
+  // The bound of one request of each registration, for the server's bound monitor: the
+  // largest over its segments of the segment's handling time as the analysis bounds it, plus
+  // epsilon (Eq. (1) charges epsilon per segment). A segment's handling time is at most Lemma
+  // 2's H_{c,i,j}, and at most Lemma 3's H^chain of its sub-chain (which bounds all of that
+  // sub-chain's segments of one job together) where the sub-chain's response time converged.
+  // A registration with an unbounded segment, or none, gets no bound.
+  void SetBounds(const std::vector<const Registration*>& regs, const rta::System& system, const rta::Report& report) {
+    bounds_.clear();
+    for (size_t c = 0; c < system.chains.size() && c < report.chains.size(); ++c) {
+      std::vector<const Registration*> members;  // the chain's callbacks, in Build's order
+      for (const Registration* r : regs) {
+        if (r->model.chain == system.chains[c].name) members.push_back(r);
+      }
+      std::sort(members.begin(), members.end(), [](const Registration* a, const Registration* b) {
+        return a->model.callback_index < b->model.callback_index;
+      });
+      for (const rta::SubChainResult& sub : report.chains[c].subchains) {
+        size_t k = 0;  // into sub.segment_handling
+        for (int i = sub.first_callback; i <= sub.last_callback && i < static_cast<int>(members.size()); ++i) {
+          const Registration* r = members[static_cast<size_t>(i)];
+          double worst = 0.0;
+          bool bounded = !r->model.segments_ms.empty();
+          for (size_t j = 0; j < r->model.segments_ms.size(); ++j, ++k) {
+            double h = k < sub.segment_handling.size() ? sub.segment_handling[k] : rta::kInfinity;
+            if (sub.converged && std::isfinite(sub.handling_per_chain)) h = std::min(h, sub.handling_per_chain);
+            bounded = bounded && std::isfinite(h);
+            worst = std::max(worst, h + params_.overhead_ms);
+          }
+          if (bounded) bounds_[r->client_id] = worst;
+        }
+      }
+    }
+  }
+
   const AcceleratorParams params_;
+  std::map<uint64_t, double> bounds_;          // client id -> RequestBoundMs
   std::map<uint64_t, Registration> admitted_;  // client id -> its callback's registration
   std::set<uint64_t> best_effort_;             // admitted without a timing model
 };

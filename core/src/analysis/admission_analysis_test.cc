@@ -179,5 +179,31 @@ TEST(Admission, InconsistentRegistrationsAreRefused) {
   EXPECT_NE(d.reason.find("deadline"), std::string::npos) << d.reason;
 }
 
+// The bound the server's monitor compares each request with: per segment, Lemma 2's handling
+// time (or Lemma 3's, where smaller) plus epsilon; the largest over the client's segments.
+TEST(Admission, RequestBoundsAreEachSegmentsHandlingTimePlusEpsilon) {
+  AcceleratorParams a = NoOverhead();
+  a.overhead_ms = 0.5;
+  auto policy = MakeAnalysisAdmissionPolicy(a);
+  TimingModel hi = Model("hi", 100, 0, 1, 4, "exA", 0);
+  TimingModel lo = Model("lo", 100, 0, 1, 0, "exB", 1);
+  lo.segments_ms = {10, 6};
+  ASSERT_TRUE(Register(*policy, 1, 9, &hi).admitted);
+  ASSERT_EQ(policy->RequestBoundMs(1), 4.5);  // alone: A + epsilon
+  ASSERT_TRUE(Register(*policy, 2, 1, &lo).admitted);
+  // One bucket: hi is blocked by lo's longest segment (10); lo's segments are each interfered
+  // with by hi twice (ceil(t/100)+1): 10 + 8 and 6 + 8, the larger counts.
+  EXPECT_EQ(policy->RequestBoundMs(1), 4 + 10 + 0.5);
+  EXPECT_EQ(policy->RequestBoundMs(2), 10 + 2 * 4 + 0.5);
+  TimingModel none = Model("none", 100, 0, 1, 0, "exC", 2);  // no segment: no bound
+  ASSERT_TRUE(Register(*policy, 3, 5, &none).admitted);
+  EXPECT_FALSE(policy->RequestBoundMs(3).has_value());
+  EXPECT_FALSE(policy->RequestBoundMs(42).has_value());
+  policy->Remove(2);  // the blocking goes with it
+  EXPECT_EQ(policy->RequestBoundMs(1), 4.5);
+  EXPECT_FALSE(policy->RequestBoundMs(2).has_value());
+  EXPECT_FALSE(MakeAdmitAllPolicy()->RequestBoundMs(1).has_value());
+}
+
 }  // namespace
 }  // namespace paam

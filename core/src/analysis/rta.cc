@@ -94,6 +94,7 @@ struct SubChain {
   // per-segment fixed points summed (H^seg; infinity when a segment's iteration diverged).
   double own_plus_blocking = 0.0;
   double h_seg = 0.0;
+  std::vector<double> segment_h;  // each segment's own fixed point (its part of h_seg)
   // Lemma 3's interfering segments: per higher-priority chain, the sum of A* of its segments
   // on any accelerator this sub-chain uses (the union of hps, each segment counted once).
   std::vector<Demand> chain_hps;
@@ -200,6 +201,7 @@ void Analyzer::Prepare() {
         // executor of higher OS priority charges chains analysed before this one.
         const double h = Lemma2Segment(c, a, a_star, blocking);
         s.h_seg += h;
+        s.segment_h.push_back(h);
         hold += h + sys_.accelerators[a].overhead;
       }
       s.max_hold = std::max(s.max_hold, hold);
@@ -297,6 +299,7 @@ void Analyzer::AnalyseSubChain(int index, SubChainResult& out) {
   res.blocking = blocking;
   res.own_cpu = s.cpu;
   res.segments = s.segments;
+  res.segment_handling = s.segment_h;
 
   auto evaluate = [&](double r) {
     res.handling = handling_at(r, &res.handling_per_segment, &res.handling_per_chain);

@@ -72,6 +72,9 @@ struct SubChainResult {
   double interference_executor = 0.0; // from higher-priority chains on the same executor
   double interference_cpu = 0.0;      // from executors of higher OS priority on the CPU
   int segments = 0;           // delta of the sub-chain
+  // Lemma 2's H_{c,i,j} of each of its segments (without epsilon), callbacks in order and
+  // each callback's segments in order; kInfinity where the iteration diverged.
+  std::vector<double> segment_handling;
   bool converged = false;     // reached a fixed point (false: stopped as soon as R > D)
 };
 

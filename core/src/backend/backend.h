@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,13 @@ struct KernelCall {
   // Run on region->device_input/device_output (opened CUDA IPC buffers) in place: no copies.
   // The caller checked that the region has them and that the sizes fit.
   bool device_data = false;
+  // Cancellation: the request stops early once *cancel holds `ticket` (nonzero, unique per
+  // request), at the next slice point of a kernel that has them (CPU preemption points, the
+  // CUDA spin's blocks and matmul's k-slices); Run then returns kCancelled. nullptr: never.
+  // For the CUDA kernels to see it, it must be the backend's own CancelWord of the run's
+  // (unit, level, lane).
+  const std::atomic<uint64_t>* cancel = nullptr;
+  uint64_t ticket = 0;
 };
 
 // Device-side timestamps of one run, CLOCK_MONOTONIC nanoseconds.
@@ -96,6 +104,18 @@ class Backend {
   // Runs one kernel on `level`/`lane` and returns when its output is in region->output.
   // Must not allocate on success.
   virtual Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) = 0;
+
+  // The word through which the server cancels the request running on (unit, level, lane)
+  // (KernelCall::cancel), where the backend needs a word of its own: the CUDA backend's lives
+  // in mapped pinned host memory that its kernels read. nullptr: any word will do. Stable for
+  // the backend's life.
+  virtual std::atomic<uint64_t>* CancelWord(int unit, int level, int lane) {
+    (void)unit, (void)level, (void)lane;
+    return nullptr;
+  }
+  // Called after a cancel word was raised, so that a kernel parked at a preemption point
+  // behind more urgent work (the CPU backend) looks at its word now.
+  virtual void CancelRaised() {}
 
   // How many requests the server holds for (unit, level), queued or taken by a worker and not
   // yet finished, for a backend that preempts in software (the CPU one parks less urgent

@@ -82,32 +82,41 @@ Status CpuBackend::Run(const KernelCall& call, int level, int /*lane*/, DeviceTi
   for (int i = 0; i < PAAM_MAX_PARAMS; ++i) args.params[i] = call.params[i];
   args.device = PAAM_DEVICE_CPU;
   args.level = level;
+  args.host_input = call.region->input;
 
   cpu_set_t saved;
   const bool pin = direct_ && device_cpu_ >= 0 &&
                    pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0 &&
                    pthread_setaffinity_np(pthread_self(), sizeof(device_set_), &device_set_) == 0;
   // Less urgent kernels wait at their preemption points while this one runs; this one waits at
-  // its own while a more urgent one runs.
-  Gate gate{this, level};
+  // its own while a more urgent one runs, and stops there once its request is cancelled.
   const bool counted = level >= 0 && level < levels_;
   const bool gated = counted && level > 0;  // level 0 waits for nobody
-  if (gated) SetCpuPreemptionHook(&CpuBackend::PreemptionPoint, &gate);
+  Gate gate{this, level, gated, call.cancel, call.ticket, false};
+  const bool hooked = gated || call.cancel != nullptr;
+  if (hooked) SetCpuPreemptionHook(&CpuBackend::PreemptionPoint, &gate);
   if (counted) running_[level].fetch_add(1, std::memory_order_acq_rel);
   times->start_ns = NowNs();
-  int rc = call.kernel->run_cpu != nullptr ? call.kernel->run_cpu(&args) : PAAM_KERNEL_EFAILED;
+  char err[160];  // a version 2 kernel's message
+  int rc = call.kernel->RunCpu(&args, err, sizeof(err));
   times->end_ns = NowNs();
   if (counted) {
     running_[level].fetch_sub(1, std::memory_order_acq_rel);
     ended_.fetch_add(1, std::memory_order_acq_rel);
     ended_.notify_all();  // no syscall unless a preemption point waits
   }
-  if (gated) SetCpuPreemptionHook(nullptr, nullptr);
+  if (hooked) SetCpuPreemptionHook(nullptr, nullptr);
   if (pin) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
-  if (call.kernel->run_cpu == nullptr) {
+  if (!call.kernel->HasCpu()) {
     return Status(Errc::kUnknownKernel, "kernel '" + call.kernel->name + "' has no CPU implementation");
   }
-  if (rc != PAAM_KERNEL_OK) return Status(Errc::kKernelFailed, "kernel '" + call.kernel->name + "' failed");
+  if (rc != PAAM_KERNEL_OK && gate.stopped) {
+    return Status(Errc::kCancelled, "kernel '" + call.kernel->name + "' was stopped at a preemption point");
+  }
+  if (rc != PAAM_KERNEL_OK) {
+    return Status(rc == PAAM_KERNEL_EINVAL ? Errc::kInvalidArgument : Errc::kKernelFailed,
+                  err[0] != '\0' ? std::string(err) : "kernel '" + call.kernel->name + "' failed");
+  }
   return Status::Ok();
 }
 
@@ -126,12 +135,15 @@ bool CpuBackend::MoreUrgentWaiting(int level) const {
   return false;
 }
 
-void CpuBackend::PreemptionPoint(void* gate) {
-  const auto* g = static_cast<const Gate*>(gate);
+bool CpuBackend::PreemptionPoint(void* gate) {
+  auto* g = static_cast<Gate*>(gate);
   for (;;) {
     // SYNC POINT: read the count before looking, so that a kernel ending after the look
-    // changes it and the wait returns at once.
+    // changes it and the wait returns at once; likewise a cancel raised after the look
+    // (CancelRaised() counts one after the server stored the word).
     const uint32_t ended = g->backend->ended_.load(std::memory_order_acquire);
+    if (g->Cancelled()) return g->stopped = true;
+    if (!g->gated) return false;
     if (g->backend->MoreUrgentRunning(g->level)) {
       g->backend->ended_.wait(ended, std::memory_order_acquire);
     } else if (g->backend->MoreUrgentWaiting(g->level)) {
@@ -141,9 +153,14 @@ void CpuBackend::PreemptionPoint(void* gate) {
       const timespec nap{0, 20'000};
       nanosleep(&nap, nullptr);
     } else {
-      return;
+      return false;
     }
   }
+}
+
+void CpuBackend::CancelRaised() {
+  ended_.fetch_add(1, std::memory_order_acq_rel);
+  ended_.notify_all();
 }
 
 }  // namespace paam

@@ -15,6 +15,7 @@
 // for up to 50 ms a second ahead of the SCHED_FIFO ones. So a long kernel (`spin`) also stops at
 // preemption points (kernels/preemption.h) while a more urgent level runs a kernel or has
 // requests waiting in the server's queue, as a GPU switches streams between thread blocks.
+// Those points are also where a cancelled request's kernel stops (KernelCall::cancel).
 //
 // Thread safety: see backend.h. In direct mode (no server) Run() pins the calling thread to the
 // device core for the duration of the kernel and restores its affinity afterwards.
@@ -49,6 +50,8 @@ class CpuBackend final : public Backend {
   void DetachRegion(RegionMemory*) override {}
   Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
   void SetQueueDepth(QueueDepth depth) override { depth_ = std::move(depth); }
+  // Wakes the kernels parked at their preemption points, so that a cancelled one stops.
+  void CancelRaised() override;
 
   int device_cpu() const { return device_cpu_; }
 
@@ -62,19 +65,26 @@ class CpuBackend final : public Backend {
   const bool direct_;
   cpu_set_t device_set_;
   // Kernels running per level, and a count of kernels ended (waited on by the preemption points
-  // of less urgent kernels).
+  // of less urgent kernels; CancelRaised() counts one more to wake them).
   std::unique_ptr<std::atomic<int>[]> running_;
   std::atomic<uint32_t> ended_{0};
 
   struct Gate {  // a running kernel's preemption-point context
     CpuBackend* backend;
     int level;
+    bool gated;                           // waits for more urgent levels
+    const std::atomic<uint64_t>* cancel;  // KernelCall::cancel and ticket
+    uint64_t ticket;
+    bool stopped;                         // the kernel was told to stop
+    bool Cancelled() const {
+      return cancel != nullptr && ticket != 0 && cancel->load(std::memory_order_acquire) == ticket;
+    }
   };
   QueueDepth depth_;  // the server's queues (unset in direct mode)
 
   bool MoreUrgentRunning(int level) const;
   bool MoreUrgentWaiting(int level) const;
-  static void PreemptionPoint(void* gate);
+  static bool PreemptionPoint(void* gate);
 };
 
 }  // namespace paam

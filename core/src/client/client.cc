@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backend/backend.h"
+#include "client/model_kernels.h"
 #include "common/clock.h"
 #include "common/futex.h"
 #include "kernels/registry.h"
@@ -76,7 +77,7 @@ class Client::Impl {
     return reply.server_pid > 0 && kill(reply.server_pid, 0) != 0 && errno == ESRCH;
   }
   Status Finish(RegionView& r, uint64_t* output_bytes);
-  Status SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device);
+  Status SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device, uint64_t time_limit_ns);
 };
 
 Status Client::Impl::ConnectServer() {
@@ -97,13 +98,27 @@ Status Client::Impl::ConnectServer() {
   req.client_name = options.name;
   req.kernels = options.kernels;
   req.timing = options.timing;
+  // The server may answer and close before it reads this registration (a connection shed at
+  // its descriptor limit or after its registration timeout, a peer its policy refuses): then
+  // the send fails, or the first read reports the reset, while its answer is still queued in
+  // the socket. That answer says more than the closed connection.
+  auto closed = [this] {
+    for (int i = 0; i < 2; ++i) {
+      std::vector<uint8_t> early;
+      std::vector<UniqueFd> ignored;
+      if (!RecvMessage(socket.get(), &early, &ignored, 0).ok()) continue;
+      auto why = wire::DecodeRegisterReply(early.data(), early.size());
+      if (why.ok() && why->status != Errc::kOk) return Status(why->status, why->message);
+    }
+    return Status(Errc::kServerDied, "server closed the connection during registration");
+  };
   Status st = SendMessage(socket.get(), wire::Encode(req));
-  if (!st.ok()) return Status(Errc::kServerDied, "server closed the connection during registration");
+  if (!st.ok()) return closed();
 
   std::vector<uint8_t> bytes;
   std::vector<UniqueFd> fds;
   st = RecvMessage(socket.get(), &bytes, &fds, options.connect_timeout_ms);
-  if (st.code() == Errc::kClosed) return Status(Errc::kServerDied, "server closed the connection during registration");
+  if (st.code() == Errc::kClosed) return closed();
   if (!st.ok()) return st;
   auto decoded = wire::DecodeRegisterReply(bytes.data(), bytes.size());
   if (!decoded.ok()) return decoded.status();
@@ -252,8 +267,12 @@ Client::~Client() { Close(); }
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  if (options.kernels.empty()) return Status(Errc::kInvalidArgument, "declare at least one kernel");
-  if (options.kernels.size() > shm::kMaxKernelsPerClient) {
+  if (!options.models.empty()) {  // models become kernels sized from their signatures (infer.cc)
+    Status st = AddModelKernels(&impl->options);
+    if (!st.ok()) return st;
+  }
+  if (impl->options.kernels.empty()) return Status(Errc::kInvalidArgument, "declare at least one kernel");
+  if (impl->options.kernels.size() > shm::kMaxKernelsPerClient) {
     return Status(Errc::kInvalidArgument, "at most " + std::to_string(shm::kMaxKernelsPerClient) + " kernels per client");
   }
   bool zero = true;
@@ -320,12 +339,27 @@ Status Client::Call(int k, uint64_t input_bytes, const uint64_t params[4], uint6
   return Wait(k, output_bytes, timeout_ns);
 }
 
+Status Client::CallWithin(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
+                          uint64_t time_limit_ns) {
+  Status st = Submit(k, input_bytes, params, time_limit_ns);
+  if (!st.ok()) return st;
+  return Wait(k, output_bytes, time_limit_ns);
+}
+
 Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4]) {
-  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/false);
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/false, impl_->options.request_time_limit_ns);
+}
+
+Status Client::Submit(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t time_limit_ns) {
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/false, time_limit_ns);
 }
 
 Status Client::SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4]) {
-  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/true);
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/true, impl_->options.request_time_limit_ns);
+}
+
+Status Client::SubmitDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t time_limit_ns) {
+  return impl_->SubmitImpl(k, input_bytes, params, /*device=*/true, time_limit_ns);
 }
 
 Status Client::CallDevice(int k, uint64_t input_bytes, const uint64_t params[4], uint64_t* output_bytes,
@@ -339,7 +373,8 @@ bool Client::HasDeviceBuffers(int k) const {
   return impl_->CheckIndex(k).ok() && impl_->regions[static_cast<size_t>(k)].device.has_value();
 }
 
-Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device) {
+Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t params[4], bool device,
+                                uint64_t time_limit_ns) {
   Status st = CheckIndex(k);
   if (!st.ok()) return st;
   RegionView& r = regions[static_cast<size_t>(k)];
@@ -367,7 +402,7 @@ Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t para
     std::memcpy(call.params, params, sizeof(call.params));
     call.region = &r.direct_memory;
     r.direct_output_bytes = 0;
-    r.direct_status = r.direct_kernel->Plan(call.params, input_bytes, &call.output_bytes);
+    r.direct_status = r.direct_kernel->Plan(call.params, input_bytes, &call.output_bytes, r.input, r.output_capacity);
     if (r.direct_status.ok() && call.output_bytes > r.output_capacity) {
       r.direct_status = Status(Errc::kOutputTooLarge, "output of " + std::to_string(call.output_bytes) +
                                                           " bytes exceeds the declared " + std::to_string(r.output_capacity));
@@ -389,6 +424,7 @@ Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t para
   d.input_bytes = input_bytes;
   std::memcpy(d.params, params, sizeof(d.params));
   d.submit_ns = now;
+  d.time_limit_ns = time_limit_ns;
   r.header->state.store(shm::kPending, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(ring_mu);

@@ -25,6 +25,7 @@ std::string_view ErrcName(Errc code) noexcept {
     case Errc::kSystemError: return "system_error";
     case Errc::kOutputTooLarge: return "output_too_large";
     case Errc::kPermissionDenied: return "permission_denied";
+    case Errc::kCancelled: return "cancelled";
   }
   return "unknown_error";
 }

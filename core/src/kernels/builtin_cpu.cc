@@ -1,5 +1,6 @@
 // kernels/builtin_cpu.cc — CPU implementations of the built-in kernels.
 // The CUDA backend attaches GPU versions of the same names (backend/cuda/).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -46,13 +47,18 @@ int PlanMatmul(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, ch
   *out = m * n * sizeof(float);
   return PAAM_KERNEL_OK;
 }
+// Sliced as the CUDA version is: a preemption point (kernels/preemption.h) after every band of
+// rows worth about kMatmulSliceMacs multiply-adds (tens of microseconds).
+constexpr uint64_t kMatmulSliceMacs = uint64_t{1} << 16;
 int RunMatmul(const paam_kernel_args* a) {
   const uint64_t m = a->params[0], k = a->params[1], n = a->params[2];
   const auto* A = static_cast<const float*>(a->input);
   const float* B = A + m * k;
   auto* C = static_cast<float*>(a->output);
   for (uint64_t i = 0; i < m * n; ++i) C[i] = 0.0f;
+  const uint64_t band = std::max<uint64_t>(1, kMatmulSliceMacs / (k * n));
   for (uint64_t i = 0; i < m; ++i) {
+    if (i % band == band - 1 && CpuPreemptionPoint()) return kCpuKernelStopped;
     for (uint64_t kk = 0; kk < k; ++kk) {
       const float aik = A[i * k + kk];
       const float* brow = B + kk * n;
@@ -102,7 +108,8 @@ int RunHistogram(const paam_kernel_args* a) {
 // both are checked and otherwise unused here). Occupies the device for the duration.
 // On the CPU it counts the thread's own CPU time, so a spin preempted by a higher bucket
 // still executes for its full duration (as a GPU kernel would), and it passes a preemption
-// point every kCpuPreemptionSliceNs of that time (kernels/preemption.h).
+// point every kCpuPreemptionSliceNs of that time (kernels/preemption.h), where it also stops
+// when its request is cancelled.
 int PlanSpin(const uint64_t p[PAAM_MAX_PARAMS], uint64_t in, uint64_t* out, char* err, size_t len) {
   if (p[0] > 60'000'000'000ull) return Fail(err, len, "duration must be at most 60 s, got %llu ns", p[0]);
   if (p[2] > 100) return Fail(err, len, "width must be a percentage of the device (0-100), got %llu", p[2]);
@@ -117,7 +124,7 @@ int RunSpin(const paam_kernel_args* a) {
   uint64_t next_point = cpu0 + kCpuPreemptionSliceNs;
   for (uint64_t now = cpu0; now - cpu0 < duration; now = ThreadCpuNs()) {
     if (now >= next_point) {
-      CpuPreemptionPoint();
+      if (CpuPreemptionPoint()) return kCpuKernelStopped;
       next_point = ThreadCpuNs() + kCpuPreemptionSliceNs;
     }
   }
@@ -152,9 +159,7 @@ void SetCpuPreemptionHook(CpuPreemptionHook hook, void* context) {
   tls_hook_context = context;
 }
 
-void CpuPreemptionPoint() {
-  if (tls_hook != nullptr) tls_hook(tls_hook_context);
-}
+bool CpuPreemptionPoint() { return tls_hook != nullptr && tls_hook(tls_hook_context); }
 
 const paam_kernel* BuiltinKernels(uint32_t* count) {
   *count = static_cast<uint32_t>(sizeof(kBuiltins) / sizeof(kBuiltins[0]));

@@ -6,14 +6,64 @@
 
 namespace paam {
 
-Status KernelEntry::Plan(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_bytes,
-                         uint64_t* output_bytes) const {
-  char err[160] = {0};
-  int rc = plan(params, input_bytes, output_bytes, err, sizeof(err));
+int KernelEntry::PlanRaw(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_bytes, const void* host_input,
+                         uint64_t output_capacity, uint64_t* output_bytes, char* err, size_t err_len) const {
+  err[0] = '\0';  // a plan() may fail without a message: never hand back stack bytes
+  int rc = PAAM_KERNEL_EINVAL;
+  if (plan_v2 != nullptr) {
+    const paam_plan_args args{params, input_bytes, host_input, output_capacity};
+    rc = plan_v2(state, &args, output_bytes, err, err_len);
+  } else if (plan != nullptr) {
+    rc = plan(params, input_bytes, output_bytes, err, err_len);
+  }
+  err[err_len - 1] = '\0';
+  return rc;
+}
+
+int KernelEntry::RunCpu(const paam_kernel_args* args, char* err, size_t err_len) const {
+  err[0] = '\0';
+  int rc = PAAM_KERNEL_EFAILED;
+  if (run_cpu_v2 != nullptr) {
+    rc = run_cpu_v2(state, args, err, err_len);
+  } else if (run_cpu != nullptr) {
+    rc = run_cpu(args);
+  }
+  err[err_len - 1] = '\0';
+  return rc;
+}
+
+int KernelEntry::RunCuda(const paam_kernel_args* args, char* err, size_t err_len) const {
+  err[0] = '\0';
+  int rc = PAAM_KERNEL_EFAILED;
+  if (run_cuda_v2 != nullptr) {
+    rc = run_cuda_v2(state, args, err, err_len);
+  } else if (run_cuda != nullptr) {
+    rc = run_cuda(args);
+  }
+  err[err_len - 1] = '\0';
+  return rc;
+}
+
+Status KernelEntry::Plan(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_bytes, uint64_t* output_bytes,
+                         const void* host_input, uint64_t output_capacity) const {
+  char err[160];
+  int rc = PlanRaw(params, input_bytes, host_input, output_capacity, output_bytes, err, sizeof(err));
   if (rc == PAAM_KERNEL_OK) return Status::Ok();
-  err[sizeof(err) - 1] = '\0';
   return Status(Errc::kInvalidArgument, name + ": " + err);
 }
+
+namespace {
+
+Status CheckName(const char* raw) {
+  const std::string name = raw;
+  if (name.empty() || name.size() > 47 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    return Status(Errc::kInvalidArgument, "invalid kernel name '" + name + "' (use [a-z0-9_], at most 47)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 KernelRegistry KernelRegistry::WithBuiltins() {
   KernelRegistry r;
@@ -31,10 +81,7 @@ Status KernelRegistry::Add(const paam_kernel& kernel) {
     return Status(Errc::kInvalidArgument, "kernel descriptor needs a name and a plan function");
   }
   std::string name = kernel.name;
-  if (name.empty() || name.size() > 47 ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
-    return Status(Errc::kInvalidArgument, "invalid kernel name '" + name + "' (use [a-z0-9_], at most 47)");
-  }
+  if (Status ok = CheckName(kernel.name); !ok.ok()) return ok;
   if (Find(name) != nullptr) return Status(Errc::kInvalidArgument, "kernel '" + name + "' is defined twice");
   if (kernel.run_cpu == nullptr && kernel.run_cuda == nullptr) {
     return Status(Errc::kInvalidArgument, "kernel '" + name + "' has no implementation");
@@ -50,9 +97,57 @@ Status KernelRegistry::Add(const paam_kernel& kernel) {
   return Status::Ok();
 }
 
-Status KernelRegistry::LoadPlugin(const std::string& path) {
+Status KernelRegistry::Add(const paam_kernel_v2& kernel) {
+  if (kernel.name == nullptr || kernel.plan == nullptr) {
+    return Status(Errc::kInvalidArgument, "kernel descriptor needs a name and a plan function");
+  }
+  if (Status ok = CheckName(kernel.name); !ok.ok()) return ok;
+  std::string name = kernel.name;
+  if (Find(name) != nullptr) return Status(Errc::kInvalidArgument, "kernel '" + name + "' is defined twice");
+  if (kernel.run_cpu == nullptr && kernel.run_cuda == nullptr) {
+    return Status(Errc::kInvalidArgument, "kernel '" + name + "' has no implementation");
+  }
+  auto e = std::make_unique<KernelEntry>();
+  e->id = static_cast<uint32_t>(entries_.size());
+  e->name = name;
+  e->signature = kernel.signature != nullptr ? kernel.signature : "";
+  e->tensor_signature = kernel.tensor_signature != nullptr ? kernel.tensor_signature : "";
+  e->state = kernel.state;
+  e->plan_v2 = kernel.plan;
+  e->run_cpu_v2 = kernel.run_cpu;
+  e->run_cuda_v2 = kernel.run_cuda;
+  entries_.push_back(std::move(e));
+  return Status::Ok();
+}
+
+Status KernelRegistry::LoadPlugin(const std::string& path, const std::string& config) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return Status(Errc::kInvalidArgument, std::string("cannot load plugin: ") + dlerror());
+  if (auto init = reinterpret_cast<paam_plugin_init_fn>(dlsym(handle, "paam_plugin_init"))) {
+    char err[1024] = {0};
+    const paam_plugin_v2* plugin = init(PAAM_KERNEL_ABI_V2, config.c_str(), err, sizeof(err));
+    err[sizeof(err) - 1] = '\0';
+    if (plugin == nullptr) {
+      return Status(Errc::kInvalidArgument, "plugin " + path + ": " + (err[0] != '\0' ? err : "its init failed"));
+    }
+    if (plugin->abi_version != PAAM_KERNEL_ABI_V2) {
+      return Status(Errc::kVersionMismatch, "plugin " + path + " answers with kernel ABI version " +
+                                                std::to_string(plugin->abi_version) + ", not " +
+                                                std::to_string(PAAM_KERNEL_ABI_V2));
+    }
+    if (plugin->fini != nullptr) {
+      plugins_.emplace_back(static_cast<void*>(nullptr), [fini = plugin->fini](void*) { fini(); });
+    }
+    for (uint32_t i = 0; i < plugin->count; ++i) {
+      Status s = Add(plugin->kernels[i]);
+      if (!s.ok()) return Status(s.code(), "plugin " + path + ": " + s.message());
+    }
+    return Status::Ok();  // the handle stays open for the life of the process
+  }
+  if (!config.empty()) {
+    return Status(Errc::kInvalidArgument, "plugin " + path + " takes no configuration (it does not export "
+                                          "paam_plugin_init, kernel ABI version 2)");
+  }
   auto fn = reinterpret_cast<paam_plugin_kernels_fn>(dlsym(handle, "paam_plugin_kernels"));
   if (fn == nullptr) {
     return Status(Errc::kInvalidArgument, "plugin " + path + " does not export paam_plugin_kernels");

@@ -159,7 +159,7 @@ std::optional<MessageKind> PeekKind(const uint8_t* data, size_t size) {
   Reader r(data, size);
   uint32_t magic = 0, kind = 0;
   if (!r.Get(&magic) || !r.Get(&kind) || magic != kMagic) return std::nullopt;
-  if (kind < 1 || kind > 4) return std::nullopt;
+  if (kind < 1 || kind > static_cast<uint32_t>(MessageKind::kModelsReply)) return std::nullopt;
   return static_cast<MessageKind>(kind);
 }
 
@@ -277,6 +277,101 @@ Result<RegisterReply> DecodeRegisterReply(const uint8_t* data, size_t size) {
   }
   if (!r.ok() || !r.at_end()) return Malformed("registration reply");
   return m;
+}
+
+// --- control messages ---
+
+bool IsControlRequest(MessageKind kind) {
+  return kind == MessageKind::kStats || kind == MessageKind::kTraceStart || kind == MessageKind::kTraceRead ||
+         kind == MessageKind::kTraceStop;
+}
+
+std::vector<uint8_t> Encode(const ControlRequest& m) {
+  Writer w;
+  PutHeader(w, m.kind);
+  if (m.kind == MessageKind::kStats || m.kind == MessageKind::kModels) w.Put<uint64_t>(m.offset);
+  if (m.kind == MessageKind::kTraceStart) w.Put<uint32_t>(m.capacity);
+  return w.Take();
+}
+
+std::vector<uint8_t> Encode(const ControlReply& m) {
+  Writer w;
+  PutHeader(w, m.kind);
+  w.Put<uint32_t>(static_cast<uint32_t>(m.status));
+  w.PutString(m.message);
+  w.Put<uint64_t>(m.total);
+  w.Put<uint64_t>(m.offset);
+  w.Put<uint8_t>(m.more ? 1 : 0);
+  w.PutString(m.payload);
+  return w.Take();
+}
+
+Result<ControlRequest> DecodeControlRequest(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  uint32_t magic = 0, kind = 0, version = 0;
+  r.Get(&magic);
+  r.Get(&kind);
+  r.Get(&version);
+  ControlRequest m;
+  m.kind = static_cast<MessageKind>(kind);
+  if (!r.ok() || magic != kMagic || !IsControlRequest(m.kind)) return Malformed("control request header");
+  if (version != shm::kProtocolVersion) {
+    return Status(Errc::kVersionMismatch, "tool speaks protocol " + std::to_string(version) + ", server speaks " +
+                                              std::to_string(shm::kProtocolVersion));
+  }
+  if (m.kind == MessageKind::kStats) r.Get(&m.offset);
+  if (m.kind == MessageKind::kTraceStart) r.Get(&m.capacity);
+  if (!r.ok() || !r.at_end()) return Malformed("control request");
+  return m;
+}
+
+Result<ControlReply> DecodeControlReply(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  uint32_t magic = 0, kind = 0, version = 0, status = 0;
+  r.Get(&magic);
+  r.Get(&kind);
+  r.Get(&version);
+  ControlReply m;
+  m.kind = static_cast<MessageKind>(kind);
+  if (!r.ok() || magic != kMagic ||
+      (m.kind != MessageKind::kStatsReply && m.kind != MessageKind::kTraceReply && m.kind != MessageKind::kModelsReply)) {
+    return Malformed("control reply header");
+  }
+  if (version != shm::kProtocolVersion) {
+    return Status(Errc::kVersionMismatch, "server speaks protocol " + std::to_string(version) + ", tool speaks " +
+                                              std::to_string(shm::kProtocolVersion));
+  }
+  r.Get(&status);
+  m.status = static_cast<Errc>(status);
+  r.GetString(&m.message, 4096);
+  r.Get(&m.total);
+  r.Get(&m.offset);
+  uint8_t more = 0;
+  r.Get(&more);
+  if (more > 1) return Malformed("control reply flag");
+  m.more = more != 0;
+  r.GetString(&m.payload, kMaxControlPayload);
+  if (!r.ok() || !r.at_end()) return Malformed("control reply");
+  return m;
+}
+
+Result<uint64_t> DecodeModelsRequest(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  uint32_t magic = 0, kind = 0, version = 0;
+  uint64_t offset = 0;
+  r.Get(&magic);
+  r.Get(&kind);
+  r.Get(&version);
+  if (!r.ok() || magic != kMagic || static_cast<MessageKind>(kind) != MessageKind::kModels) {
+    return Malformed("models request header");
+  }
+  if (version != shm::kProtocolVersion) {
+    return Status(Errc::kVersionMismatch, "tool speaks protocol " + std::to_string(version) + ", server speaks " +
+                                              std::to_string(shm::kProtocolVersion));
+  }
+  r.Get(&offset);
+  if (!r.ok() || !r.at_end()) return Malformed("models request");
+  return offset;
 }
 
 }  // namespace paam::wire

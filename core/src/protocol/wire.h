@@ -5,6 +5,12 @@
 // doorbell (read-only memfd), wake eventfd, channel, then one region per declared kernel.
 // Little-endian, length-prefixed strings; the reader bounds-checks everything and rejects
 // trailing garbage.
+//
+// Control messages (statistics and tracing, server/control_requests.cc) come from tools (a
+// connection that never registers) as well as from registered clients. Each request gets one
+// ControlReply; a reply carries at most kMaxControlPayload bytes of JSON text, so a larger
+// answer comes in chunks: statistics by offset into one snapshot, a trace by reading again
+// while `more` is set.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +27,40 @@ inline constexpr uint32_t kMagic = 0x5041414d;  // "PAAM"
 inline constexpr size_t kMaxMessageBytes = 64 * 1024;
 inline constexpr size_t kMaxNameBytes = 47;
 
-enum class MessageKind : uint32_t { kRegister = 1, kRegisterReply = 2, kDeregister = 3, kDeregisterReply = 4 };
+enum class MessageKind : uint32_t {
+  kRegister = 1,
+  kRegisterReply = 2,
+  kDeregister = 3,
+  kDeregisterReply = 4,
+  kStats = 5,        // ControlRequest: offset into the snapshot (0: take a new one)
+  kStatsReply = 6,   // ControlReply
+  kTraceStart = 7,   // ControlRequest: capacity (records over all lanes)
+  kTraceRead = 8,    // ControlRequest
+  kTraceStop = 9,    // ControlRequest
+  kTraceReply = 10,  // ControlReply (to start, read and stop)
+  kModels = 11,      // ControlRequest: offset into the models' JSON (server/models_query.cc)
+  kModelsReply = 12, // ControlReply
+};
+
+// The most JSON text one ControlReply carries (the rest of a 64 KiB message is its header).
+inline constexpr size_t kMaxControlPayload = 60 * 1024;
+
+// kStats, kTraceStart, kTraceRead or kTraceStop.
+struct ControlRequest {
+  MessageKind kind = MessageKind::kStats;
+  uint64_t offset = 0;    // kStats
+  uint32_t capacity = 0;  // kTraceStart
+};
+
+struct ControlReply {
+  MessageKind kind = MessageKind::kStatsReply;  // or kTraceReply
+  Errc status = Errc::kOk;
+  std::string message;    // error text, when status != kOk
+  uint64_t total = 0;     // stats: bytes of the snapshot; trace read: records waiting before it
+  uint64_t offset = 0;    // stats: where `payload` starts in the snapshot
+  bool more = false;      // trace read: records are still waiting
+  std::string payload;    // JSON text (a chunk of it), at most kMaxControlPayload bytes
+};
 
 struct RegisterRequest {
   uint32_t version = 0;
@@ -61,10 +100,19 @@ std::vector<uint8_t> Encode(const RegisterRequest& m);
 std::vector<uint8_t> Encode(const RegisterReply& m);
 std::vector<uint8_t> EncodeDeregister();
 std::vector<uint8_t> EncodeDeregisterReply();
+std::vector<uint8_t> Encode(const ControlRequest& m);
+std::vector<uint8_t> Encode(const ControlReply& m);
 
 // Kind of a message (checks the magic); std::nullopt if it is not a paam message.
 std::optional<MessageKind> PeekKind(const uint8_t* data, size_t size);
 Result<RegisterRequest> DecodeRegisterRequest(const uint8_t* data, size_t size);
 Result<RegisterReply> DecodeRegisterReply(const uint8_t* data, size_t size);
+// True for the kinds a ControlRequest carries.
+bool IsControlRequest(MessageKind kind);
+Result<ControlRequest> DecodeControlRequest(const uint8_t* data, size_t size);
+Result<ControlReply> DecodeControlReply(const uint8_t* data, size_t size);
+// The offset of a kModels request (encoded as a ControlRequest; not a "control request" of
+// IsControlRequest: the registry answers it, server/models_query.cc).
+Result<uint64_t> DecodeModelsRequest(const uint8_t* data, size_t size);
 
 }  // namespace paam::wire

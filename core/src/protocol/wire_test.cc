@@ -112,5 +112,93 @@ TEST(Wire, ProtocolVersionWasBumpedForDeviceBuffersAndOldClientsAreRefused) {
   EXPECT_EQ(d.status().code(), Errc::kVersionMismatch);
 }
 
+TEST(Wire, ControlRequestsRoundTripWithTheirOwnFields) {
+  for (MessageKind kind : {MessageKind::kStats, MessageKind::kTraceStart, MessageKind::kTraceRead,
+                           MessageKind::kTraceStop}) {
+    ControlRequest m;
+    m.kind = kind;
+    m.offset = kind == MessageKind::kStats ? (1ull << 40) + 3 : 0;
+    m.capacity = kind == MessageKind::kTraceStart ? 12345 : 0;
+    const std::vector<uint8_t> bytes = Encode(m);
+    EXPECT_EQ(PeekKind(bytes.data(), bytes.size()), kind);
+    EXPECT_TRUE(IsControlRequest(kind));
+    auto d = DecodeControlRequest(bytes.data(), bytes.size());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->kind, kind);
+    EXPECT_EQ(d->offset, m.offset);
+    EXPECT_EQ(d->capacity, m.capacity);
+    std::vector<uint8_t> longer = bytes;
+    longer.push_back(0);
+    EXPECT_EQ(DecodeControlRequest(longer.data(), longer.size()).status().code(), Errc::kProtocolError);
+  }
+  EXPECT_FALSE(IsControlRequest(MessageKind::kRegister));
+  const std::vector<uint8_t> reg = Encode(Sample());
+  EXPECT_FALSE(DecodeControlRequest(reg.data(), reg.size()).ok());
+}
+
+TEST(Wire, ControlReplyRoundTripsAndBoundsItsPayload) {
+  ControlReply m;
+  m.kind = MessageKind::kTraceReply;
+  m.status = Errc::kBusy;
+  m.message = "busy";
+  m.total = 7;
+  m.offset = 3;
+  m.more = true;
+  m.payload = "{\"records\": []}";
+  std::vector<uint8_t> bytes = Encode(m);
+  auto d = DecodeControlReply(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->kind, m.kind);
+  EXPECT_EQ(d->status, m.status);
+  EXPECT_EQ(d->message, m.message);
+  EXPECT_EQ(d->total, m.total);
+  EXPECT_EQ(d->offset, m.offset);
+  EXPECT_TRUE(d->more);
+  EXPECT_EQ(d->payload, m.payload);
+  m.payload.assign(kMaxControlPayload + 1, 'x');
+  bytes = Encode(m);
+  EXPECT_EQ(DecodeControlReply(bytes.data(), bytes.size()).status().code(), Errc::kProtocolError);
+  m.payload.assign(kMaxControlPayload, 'x');
+  bytes = Encode(m);
+  EXPECT_LE(bytes.size(), kMaxMessageBytes);  // a full chunk fits one message
+  EXPECT_TRUE(DecodeControlReply(bytes.data(), bytes.size()).ok());
+  m.kind = MessageKind::kStats;  // a request kind is not a reply
+  bytes = Encode(m);
+  EXPECT_FALSE(DecodeControlReply(bytes.data(), bytes.size()).ok());
+}
+
+TEST(Wire, PeekKindKnowsTheControlKindsAndNoMore) {
+  for (uint32_t kind = 1; kind <= 13; ++kind) {
+    uint8_t bytes[12];
+    std::memcpy(bytes, &kMagic, 4);
+    std::memcpy(bytes + 4, &kind, 4);
+    std::memcpy(bytes + 8, &shm::kProtocolVersion, 4);
+    EXPECT_EQ(PeekKind(bytes, sizeof bytes).has_value(), kind <= 12) << kind;
+  }
+}
+
+TEST(Wire, ModelsRequestsCarryAnOffsetAndAreNoControlRequest) {
+  ControlRequest req;
+  req.kind = MessageKind::kModels;
+  req.offset = 61440;
+  auto bytes = Encode(req);
+  EXPECT_FALSE(IsControlRequest(MessageKind::kModels));  // the registry answers it
+  auto offset = DecodeModelsRequest(bytes.data(), bytes.size());
+  ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+  EXPECT_EQ(*offset, 61440u);
+  bytes.push_back(0);  // trailing garbage
+  EXPECT_FALSE(DecodeModelsRequest(bytes.data(), bytes.size()).ok());
+  req.kind = MessageKind::kStats;
+  bytes = Encode(req);
+  EXPECT_FALSE(DecodeModelsRequest(bytes.data(), bytes.size()).ok());
+  ControlReply reply;
+  reply.kind = MessageKind::kModelsReply;
+  reply.payload = "{\"models\": []}";
+  bytes = Encode(reply);
+  auto back = DecodeControlReply(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->kind, MessageKind::kModelsReply);
+}
+
 }  // namespace
 }  // namespace paam::wire

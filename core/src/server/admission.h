@@ -40,6 +40,11 @@ class AdmissionPolicy {
   // registrations without a timing model, and rule R2 maps the priorities of the registrations
   // with one onto the buckets above it (all of them when the server has one bucket).
   virtual bool ReservesLowestBucket() const { return false; }
+  // The bound the policy's analysis puts on the response time of one request of this client
+  // (submitted to completed), in ms: the largest over its callback's accelerator segments
+  // (server/stats_json.cc compares each request with it). nullopt: no bound (no analysis, no
+  // timing model, or an unbounded segment).
+  virtual std::optional<double> RequestBoundMs(uint64_t /*client_id*/) const { return std::nullopt; }
 };
 
 // Admits everything and says that no analysis was run.

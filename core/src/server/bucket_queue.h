@@ -32,6 +32,8 @@ struct QueueEntry {
   uint64_t submit_ns = 0;
   uint64_t dequeue_ns = 0;
   bool device_data = false;  // shm::kFlagDeviceData, validated against the region's registration
+  uint64_t time_limit_ns = 0;         // the client's own limit (0: none), for messages
+  uint64_t deadline_ns = UINT64_MAX;  // stopped (kCancelled) if not finished by then (cancel.cc)
 };
 
 class BucketQueue {
@@ -69,10 +71,12 @@ class BucketQueue {
     return PopLocked(out);
   }
 
-  // Removes every entry matching pred and returns them through `removed` (monitor thread).
+  // Removes every entry matching pred and returns them through `removed` (control thread).
+  // Only looks when nothing matches (the watchdog asks every few milliseconds).
   template <typename Pred, typename Sink>
   void RemoveIf(Pred pred, Sink removed) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (std::none_of(heap_.begin(), heap_.end(), pred)) return;
     auto it = std::stable_partition(heap_.begin(), heap_.end(), [&](const QueueEntry& e) { return !pred(e); });
     for (auto j = it; j != heap_.end(); ++j) removed(*j);
     heap_.erase(it, heap_.end());

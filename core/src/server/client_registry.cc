@@ -53,9 +53,11 @@ void Server::Impl::ControlLoop() {
       last_pid_check = NowNs();
     }
     GuardTick(epfd.get());
+    LiveTick(epfd.get());
+    CancelTick();  // requests past their deadline (cancel.cc)
     FreeFinishedSessions();
   }
-  for (Throttled* t : {&timed_out_, &shed_, &refused_}) Say(t, /*now_or_never=*/true);
+  for (Throttled* t : {&timed_out_, &shed_, &refused_, &refused_peers_}) Say(t, /*now_or_never=*/true);
 }
 
 void Server::Impl::HandleMessage(int epfd, Session* s) {
@@ -69,7 +71,15 @@ void Server::Impl::HandleMessage(int epfd, Session* s) {
     return;
   }
   auto kind = wire::PeekKind(bytes.data(), bytes.size());
+  if (kind && wire::IsControlRequest(*kind)) return HandleControl(epfd, s, bytes);  // control_requests.cc
+  if (kind == wire::MessageKind::kModels) return HandleModels(epfd, s, bytes);       // models_query.cc
   if (kind == wire::MessageKind::kRegister && !s->registered) {
+    if (Status allowed = CheckPeer(*s); !allowed.ok()) {
+      Count(&refused_peers_, "refused peers the access policy does not allow (the latest: " +
+                                 Printable(allowed.message(), 300) + ")");
+      Drop(epfd, fd, allowed.code(), allowed.message());
+      return;
+    }
     Register(epfd, s, bytes);
     if (!s->registered) Reap(epfd, fd, /*died=*/false);  // refused: the reply was sent
     return;
@@ -185,6 +195,19 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
     Count(&refused_, "refused registrations, " + DescriptorLimit());
     return refuse(Errc::kResourceExhausted, "server is " + DescriptorLimit() + "; try again once clients have left");
   }
+  uint64_t region_bytes = 0;
+  for (const KernelDecl& k : req.kernels) {
+    region_bytes += shm::ComputeRegionLayout(k.max_input_bytes, k.max_output_bytes).mapping_bytes;
+  }
+  if (Status charged = ChargeRule(s, req.chain_priority, region_bytes); !charged.ok()) {
+    return refuse(charged.code(), charged.message());
+  }
+  // From here on a refusal gives the rule's charge back.
+  auto refuse_charged = [&](Errc code, std::string message) {
+    UnchargeRule(*s);
+    s->rule = kNoRule;
+    refuse(code, std::move(message));
+  };
   s->id = next_client_id_++;
   s->priority = req.chain_priority;
   s->uuid = req.callback_uuid;
@@ -201,20 +224,20 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
   for (const KernelDecl& k : req.kernels) {
     if (!k.device) continue;
     if (backend_->name() != "cuda") {
-      return refuse(Errc::kInvalidArgument, "kernel '" + k.name + "' brings device buffers (CUDA IPC handles), but "
+      return refuse_charged(Errc::kInvalidArgument, "kernel '" + k.name + "' brings device buffers (CUDA IPC handles), but "
                                             "this paamd runs the '" + std::string(backend_->name()) +
                                             "' backend; start it with --backend cuda or send host data");
     }
     const int u = backend_->UnitOfDevice(k.device->gpu);
     if (u < 0) {
-      return refuse(Errc::kInvalidArgument, "kernel '" + k.name + "' has device buffers on GPU " +
+      return refuse_charged(Errc::kInvalidArgument, "kernel '" + k.name + "' has device buffers on GPU " +
                                                 std::to_string(k.device->gpu) + ", which this paamd does not serve");
     }
     if (device_unit >= 0 && u != device_unit) {
-      return refuse(Errc::kInvalidArgument, "device buffers of one registration must live on one GPU");
+      return refuse_charged(Errc::kInvalidArgument, "device buffers of one registration must live on one GPU");
     }
     if (req.unit >= 0 && req.unit != u) {
-      return refuse(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " was asked for, but kernel '" +
+      return refuse_charged(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " was asked for, but kernel '" +
                                                 k.name + "' has its device buffers on GPU " +
                                                 std::to_string(k.device->gpu) + " (unit " + std::to_string(u) +
                                                 "); name that unit or none");
@@ -230,7 +253,7 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
     candidates = {device_unit};
   } else if (req.unit >= 0) {
     if (req.unit >= units_) {
-      return refuse(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " does not exist (this server has " +
+      return refuse_charged(Errc::kInvalidArgument, "unit " + std::to_string(req.unit) + " does not exist (this server has " +
                                                 std::to_string(units_) + ")");
     }
     candidates = {req.unit};
@@ -264,7 +287,7 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
     if (first_refusal.empty()) first_refusal = decision.reason;
   }
   if (!decision.admitted) {
-    return refuse(Errc::kNotAdmitted, candidates.size() > 1 ? first_refusal + " (and on every other unit)"
+    return refuse_charged(Errc::kNotAdmitted, candidates.size() > 1 ? first_refusal + " (and on every other unit)"
                                                              : first_refusal);
   }
   reply.admission = decision.reason;
@@ -292,7 +315,7 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
     admission_->Remove(s->id);
     for (auto& r : s->regions) backend_->DetachRegion(&r->memory);
     s->regions.clear();
-    return refuse(st.code(), "cannot set up the regions: " + st.message());
+    return refuse_charged(st.code(), "cannot set up the regions: " + st.message());
   }
   reply.client_id = s->id;
   reply.unit = static_cast<uint32_t>(s->unit);
@@ -305,6 +328,7 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
   }
   registrations_.fetch_add(1);
   active_.fetch_add(1);
+  OnRegistered(s);  // its name for traces, every client's bound (control_requests.cc)
   std::vector<int> raw;
   for (auto& f : fds) raw.push_back(f.get());
   // If the client is already gone, the loop notices the hang-up and reaps the session.

@@ -119,6 +119,7 @@ void Server::Impl::Accept(int epfd) {
     s->serial = next_serial_++;
     auto cred = GetPeerCredentials(fd);
     if (cred.ok()) s->peer = *cred;
+    s->peer_groups = PeerGroups(fd);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.fd = fd;
@@ -131,8 +132,8 @@ void Server::Impl::Accept(int epfd) {
 bool Server::Impl::ShedOldestUnregistered(int epfd, const Session* keep, const std::string& why) {
   for (auto p = pending_.begin(); p != pending_.end();) {
     auto it = sessions_.find(p->fd);
-    if (it == sessions_.end() || it->second->serial != p->serial || it->second->registered) {
-      p = pending_.erase(p);  // registered or gone
+    if (it == sessions_.end() || it->second->serial != p->serial || it->second->registered || it->second->tool) {
+      p = pending_.erase(p);  // registered, a tool (control_requests.cc) or gone
       continue;
     }
     if (it->second.get() == keep) {
@@ -177,7 +178,9 @@ void Server::Impl::GuardTick(int epfd) {
   while (!pending_.empty()) {
     const Pending p = pending_.front();
     auto it = sessions_.find(p.fd);
-    const bool waiting = it != sessions_.end() && it->second->serial == p.serial && !it->second->registered;
+    // A tool (it asked for statistics or a trace) has its own idle limit (control_requests.cc).
+    const bool waiting = it != sessions_.end() && it->second->serial == p.serial && !it->second->registered &&
+                         !it->second->tool;
     if (waiting && now - p.accepted_ns < limit) break;
     pending_.pop_front();
     if (!waiting) continue;

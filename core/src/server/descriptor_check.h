@@ -21,8 +21,7 @@ namespace paam {
 inline bool RingWindowOk(uint64_t head, uint64_t tail) { return head - tail <= shm::kRingCapacity; }
 
 // Checks descriptor `d` against the region it names, as registered: `kernel` and `memory` are
-// the server's (d.region has been range-checked by the caller). Flags and the reserved field
-// first, then the sizes against the buffers declared at registration (the host areas, or the
+// the server's (d.region has been range-checked by the caller). Flags first, then the sizes against the buffers declared at registration (the host areas, or the
 // device buffers for kFlagDeviceData), with the kernel's own plan() in between. Returns kOk
 // and the output size plan() gave in *out_bytes, or the error with its text in `err`.
 inline Errc CheckDescriptor(const shm::RequestDescriptor& d, const KernelEntry& kernel, const RegionMemory& memory,
@@ -33,8 +32,8 @@ inline Errc CheckDescriptor(const shm::RequestDescriptor& d, const KernelEntry& 
   const uint64_t out_cap = device_data && has_device ? memory.device->output_bytes : memory.output_capacity;
   const char* where = device_data ? "device buffer" : "size";
   *out_bytes = 0;
-  if ((d.flags & ~shm::kKnownFlags) != 0 || d.reserved != 0) {
-    std::snprintf(err, err_len, "descriptor has unknown flags (0x%x) or nonzero reserved fields", d.flags);
+  if ((d.flags & ~shm::kKnownFlags) != 0) {
+    std::snprintf(err, err_len, "descriptor has unknown flags (0x%x)", d.flags);
     return Errc::kProtocolError;
   }
   if (device_data && !has_device) {
@@ -48,9 +47,10 @@ inline Errc CheckDescriptor(const shm::RequestDescriptor& d, const KernelEntry& 
                   kernel.name.c_str());
     return Errc::kInputTooLarge;
   }
-  err[0] = '\0';  // a plugin's plan() may fail without a message: never send stack bytes back
-  if (kernel.plan(d.params, d.input_bytes, out_bytes, err, err_len) != PAAM_KERNEL_OK) {
-    err[err_len - 1] = '\0';
+  // A version 2 plan() also sees the host input (the model plugin checks the tensor table
+  // there); PlanRaw never leaves err unset.
+  if (kernel.PlanRaw(d.params, d.input_bytes, device_data ? nullptr : memory.input, out_cap, out_bytes, err,
+                     err_len) != PAAM_KERNEL_OK) {
     return Errc::kInvalidArgument;
   }
   if (*out_bytes > out_cap) {
@@ -60,6 +60,19 @@ inline Errc CheckDescriptor(const shm::RequestDescriptor& d, const KernelEntry& 
     return Errc::kOutputTooLarge;
   }
   return Errc::kOk;
+}
+
+// When the server stops request `d` (CLOCK_MONOTONIC ns; UINT64_MAX: never), dequeued at `now`
+// by a client whose requests may last `cap_ns` (0: no cap): min(the client's time_limit_ns if
+// nonzero, the cap) after its submission. The submission time is the client's word, so it
+// counts no later than `now`: a client cannot buy itself more than the cap by dating its
+// requests in the future (dating them in the past only shortens its own).
+inline uint64_t RequestDeadline(const shm::RequestDescriptor& d, uint64_t now, uint64_t cap_ns) {
+  uint64_t limit = cap_ns;
+  if (d.time_limit_ns != 0 && (limit == 0 || d.time_limit_ns < limit)) limit = d.time_limit_ns;
+  if (limit == 0) return UINT64_MAX;
+  const uint64_t start = d.submit_ns < now ? d.submit_ns : now;
+  return start > UINT64_MAX - limit ? UINT64_MAX : start + limit;
 }
 
 }  // namespace paam

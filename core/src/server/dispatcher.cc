@@ -121,6 +121,8 @@ bool Server::Impl::DrainSession(Session* s) {
       e.submit_ns = d.submit_ns;
       e.dequeue_ns = now;
       e.device_data = (d.flags & shm::kFlagDeviceData) != 0;  // CheckDescriptor allowed it
+      e.time_limit_ns = d.time_limit_ns;
+      e.deadline_ns = RequestDeadline(d, now, s->request_limit_ns);
       r->in_flight.store(true, std::memory_order_relaxed);
       s->in_flight.fetch_add(1, std::memory_order_relaxed);
       if (queue.TryPush(e)) continue;

@@ -29,7 +29,8 @@ void Server::Impl::Reap(int epfd, int fd, bool died) {
   // would keep the registration alive in the epoll set.
   epoll_ctl(wake_epfd_.get(), EPOLL_CTL_DEL, s->wake_fd.get(), nullptr);
   s->wake_fd.reset();
-  // Drop its queued work; a request already running finishes into the still-mapped region.
+  // Drop its queued work, and stop what runs at its kernel's next slice point (cancel.cc); a
+  // request still running finishes into the still-mapped region.
   Session* raw = s.get();
   for (auto& q : queues_) {
     q->RemoveIf([raw](const QueueEntry& e) { return e.session == raw; },
@@ -38,7 +39,9 @@ void Server::Impl::Reap(int epfd, int fd, bool died) {
                   e.session->in_flight.fetch_sub(1);
                 });
   }
+  CancelRunningOf(raw);
   admission_->Remove(s->id);
+  UnchargeRule(*s);
   active_.fetch_sub(1);
   if (died) {
     reaped_.fetch_add(1);

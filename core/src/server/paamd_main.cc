@@ -1,6 +1,7 @@
 // paamd — the PAAM accelerator server. `paamd --help` lists the options.
 #include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "common/log.h"
 #include "common/realtime.h"
 #include "protocol/socket_identity.h"
+#include "server/model_options.h"
 #include "server/server.h"
 
 namespace {
@@ -77,7 +79,39 @@ CLI::Option* Ms(CLI::App& app, const std::string& flag, const char* help, double
 struct MainOptions {
   paam::ServerOptions server;
   int dispatcher_priority = -1;  // -1: the default, which depends on --rt
+  paam::ModelOptions models;     // --model, --models, --model-plugin, --model-threads
 };
+
+// The models: PyTorch models served as kernels by the model plugin (docs/models.md).
+void AddModelOptions(CLI::App& app, MainOptions* m) {
+  paam::ModelOptions& mo = m->models;
+  Text(app, "--model", "NAME=PATH",
+       "serve a PyTorch model under NAME (repeatable): a TorchScript .pt or an\n"
+       "AOTInductor .pt2, with its signature in PATH.json; loaded and run once\n"
+       "at start through the model plugin (libtorch), which must be built",
+       [&mo](const std::string& v) {
+         auto model = paam::ParseModelFlag(v);
+         if (!model.ok()) Bad(model.status().message());
+         mo.models.push_back(std::move(model.value()));
+       })
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  Text(app, "--models", "FILE",
+       "models from a JSON file: {\"models\": [{\"name\": \"detector\", \"path\":\n"
+       "\"det.pt\", \"sidecar\": \"det.pt.json\"}], \"cpu_threads\": 1}",
+       [&mo](const std::string& v) {
+         if (paam::Status s = paam::LoadModelsFile(v, &mo); !s.ok()) Bad(s.message());
+       })
+      ->trigger_on_parse();
+  app.add_option("--model-plugin", mo.plugin,
+                 "the model plugin (default: $PAAM_MODEL_PLUGIN, else libpaam_torch.so\n"
+                 "next to paamd)")
+      ->type_name("PATH");
+  Int(app, "--model-threads", "intra-op threads of each model run on the cpu backend (default: 1)", [&mo](long n) {
+    if (n < 1 || n > 256) Bad("--model-threads must be 1..256, got " + std::to_string(n));
+    mo.cpu_threads = static_cast<int>(n);
+  });
+}
 
 void AddOptions(CLI::App& app, MainOptions* m) {
   paam::ServerOptions& o = m->server;
@@ -180,6 +214,45 @@ void AddOptions(CLI::App& app, MainOptions* m) {
         if (n < 1 || n > 3'600'000) Bad("--registration-timeout-ms must be 1..3600000");
         o.registration_timeout_ms = static_cast<uint32_t>(n);
       });
+  Int(app, "--max-request-ms",
+      "the longest a request may take from its submission, queued and\n"
+      "running (default: 60000); past it the request is cancelled: a long\n"
+      "built-in kernel stops at its next slice, and the client gets\n"
+      "'cancelled'; a client's own time limit may be shorter",
+      [&o](long n) {
+        if (n < 1 || n > 86'400'000) Bad("--max-request-ms must be 1..86400000 (a day), got " + std::to_string(n));
+        o.max_request_ms = static_cast<uint64_t>(n);
+      });
+  // Access policy: rules in the order given (a --policy file's where it stands).
+  auto add_rule = [&o](paam::AccessRule::Kind kind, const std::string& v) {
+    auto rule = paam::ParseRuleFlag(kind, v);
+    if (!rule.ok()) Bad(rule.status().message());
+    o.access.rules.push_back(std::move(rule.value()));
+  };
+  Text(app, "--allow-user", "USER[:CAPS]",
+       "let this user (name or uid) connect too (repeatable); CAPS: comma-\n"
+       "separated max-priority=N, max-clients=N, max-region-mib=N,\n"
+       "max-request-ms=N. Default: only paamd's own uid (docs/security.md)",
+       [add_rule](const std::string& v) { add_rule(paam::AccessRule::Kind::kUser, v); })
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  Text(app, "--allow-group", "GROUP[:CAPS]",
+       "let this group's members connect (repeatable; CAPS as --allow-user,\n"
+       "counted over all members together). The socket's mode and directory\n"
+       "must let them reach it too (--socket-mode 0660)",
+       [add_rule](const std::string& v) { add_rule(paam::AccessRule::Kind::kGroup, v); })
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  Text(app, "--policy", "FILE",
+       "access rules from a JSON file: {\"allow\": [{\"group\": \"robots\",\n"
+       "\"max_priority\": 50, \"max_clients\": 16, \"max_region_mib\": 512,\n"
+       "\"max_request_ms\": 1000}, {\"user\": \"alice\"}]}",
+       [&o](const std::string& v) {
+         auto p = paam::LoadPolicyFile(v);
+         if (!p.ok()) Bad("--policy: " + p.status().message());
+         for (auto& r : p->rules) o.access.rules.push_back(std::move(r));
+       })
+      ->trigger_on_parse();
   Text(app, "--plugin", "PATH", "load user kernels from a shared library (repeatable)",
        [&o](const std::string& v) { o.plugins.push_back(v); })
       ->trigger_on_parse()
@@ -246,8 +319,19 @@ int main(int argc, char** argv) {
   CLI::App app("Serves accelerator requests from local clients by chain priority.", "paamd");
   paam::cli::Setup(app);
   AddOptions(app, &m);
+  AddModelOptions(app, &m);
   paam::cli::ParseOrExit(app, argc, argv, 2, [&m] { CheckCombination(m.server); });
   paam::ServerOptions& o = m.server;
+  if (!m.models.models.empty()) {
+    auto plugin = paam::FindModelPlugin(m.models.plugin);
+    if (!plugin.ok()) {
+      std::fprintf(stderr, "paamd: cannot serve models: %s\n", plugin.status().message().c_str());
+      return 2;
+    }
+    paam::Log("loading %zu model(s) with %s (each is run once to check its signature)", m.models.models.size(),
+              plugin->c_str());
+    o.configured_plugins.push_back({*plugin, paam::ModelPluginConfig(m.models, o.backend)});
+  }
   int dispatcher_priority = m.dispatcher_priority;
 
   if (o.backend.fair_levels >= 0 && !o.backend.realtime) {
@@ -283,9 +367,11 @@ int main(int argc, char** argv) {
   }
   const std::string spin =
       o.spin_buckets > 0 ? ", spin buckets " + std::to_string(o.spin_buckets) : std::string();
-  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s%s (pid %d)",
+  std::string access = "uid " + std::to_string(geteuid());
+  for (const auto& r : o.access.rules) access += ", " + r.label;
+  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s%s, access %s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            lanes.c_str(), o.admission.c_str(), poll.c_str(), spin.c_str(), pinned.c_str(),
+            lanes.c_str(), o.admission.c_str(), poll.c_str(), spin.c_str(), pinned.c_str(), access.c_str(),
             static_cast<int>(getpid()));
   std::fflush(stderr);
 

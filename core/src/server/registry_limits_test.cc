@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,6 +202,35 @@ TEST(RegistryLimits, AClientOverMaxClientsReceivesTheErrorReply) {
 
 // ---------------------------------------------------------------------------------------------
 // Client names in the log
+
+// A server that answers and closes before the client has sent its registration (shed at its
+// descriptor limit, timed out, refused by its policy): the client reports the server's reason,
+// whether its send came before the close or failed after it (which of the two happens is up to
+// the scheduler: twenty attempts).
+TEST(RegistryLimits, AClientAnsweredBeforeItSendsGetsTheServersReason) {
+  const std::string path = TempSocket();
+  auto listener = ListenUnix(path);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  for (int i = 0; i < 20; ++i) {
+    std::thread door([&] {
+      pollfd p{listener->get(), POLLIN, 0};
+      if (poll(&p, 1, 10000) != 1) return;
+      const int fd = accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      wire::RegisterReply reply;
+      reply.version = shm::kProtocolVersion;
+      reply.status = Errc::kResourceExhausted;
+      reply.message = "server is out of file descriptors";
+      (void)SendMessage(fd, wire::Encode(reply));
+      close(fd);
+    });
+    auto c = Client::Connect(ClientFor(path));
+    door.join();
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), Errc::kResourceExhausted) << "attempt " << i << ": " << c.status().ToString();
+    EXPECT_EQ(c.status().message(), "server is out of file descriptors");
+  }
+}
 
 TEST(RegistryLimits, ClientNamesReachTheLogPrintableAndBounded) {
   const std::string forged = "evil\npaamd: forged line\x1b[31m" + std::string(200, 'x');

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/realtime.h"
 #include "server/server_impl.h"
 
@@ -31,6 +32,12 @@ Status Server::Impl::Init() {
                                                 std::to_string(CPU_SETSIZE - 1) + ")");
     }
   }
+  if (options_.max_request_ms == 0 || options_.max_request_ms > 7ull * 86'400'000) {
+    return Status(Errc::kInvalidArgument, "max_request_ms must be 1..604800000 (a week), got " +
+                                              std::to_string(options_.max_request_ms));
+  }
+  rule_clients_.assign(options_.access.rules.size(), 0);
+  rule_bytes_.assign(options_.access.rules.size(), 0);
   registry_ = KernelRegistry::WithBuiltins();
   for (const auto& p : options_.plugins) {
     Status s = registry_.LoadPlugin(p);
@@ -39,6 +46,13 @@ Status Server::Impl::Init() {
   auto backend = CreateBackend(options_.backend, &registry_);
   if (!backend.ok()) return backend.status();
   backend_ = std::move(backend.value());
+  // Configured plugins after the backend: the model plugin loads its models onto the GPUs the
+  // backend has set up, in the same (primary) context, which libtorch shares.
+  for (const auto& p : options_.configured_plugins) {
+    Status s = registry_.LoadPlugin(p.path, p.config);
+    if (!s.ok()) return s;
+  }
+  if (Status s = BuildModels(); !s.ok()) return s;  // models_query.cc
   buckets_ = std::clamp(options_.backend.levels, 1, backend_->Levels());
   if (buckets_ != options_.backend.levels) {
     AddNote("asked for " + std::to_string(options_.backend.levels) + " buckets; the " +
@@ -100,6 +114,10 @@ Status Server::Impl::Init() {
   const std::vector<int>& cpus = options_.thread_cpus;
   const bool pin_workers = !cpus.empty() && reserved < 0;
   // Workers first, so their notes are known before we report "serving".
+  std::vector<int> lanes;  // per bucket, for the live statistics the workers keep
+  for (int b = 0; b < buckets_; ++b) lanes.push_back(backend_->Lanes(b));
+  live_.Init(units_, lanes);
+  start_ns_ = NowNs();
   const std::string placement = StartWorkers(pin_workers);  // ", w0.0.0 5, w0.1.0 6"
   if (options_.spin_buckets > 0 && options_.poll_ns != ServerOptions::kPollAlways) {
     AddNote("the dispatcher and the workers of bucket(s) 0.." + std::to_string(options_.spin_buckets - 1) +
@@ -137,7 +155,8 @@ Status Server::Impl::Init() {
 void Server::Impl::Stop() {
   if (stop_.exchange(true)) return;
   // Hang up on every client first, so that waiting clients learn at once that no answer is
-  // coming (a kernel that is running cannot be interrupted; its completion is not awaited).
+  // coming (a running kernel stops at its next slice point, or runs to its end; no client
+  // waits for it).
   if (control_thread_.joinable()) control_thread_.join();
   for (auto& [fd, s] : sessions_) shutdown(fd, SHUT_RDWR);
   if (stop_fd_.valid()) {
@@ -145,6 +164,7 @@ void Server::Impl::Stop() {
     (void)!write(stop_fd_.get(), &one, sizeof(one));
   }
   for (auto& q : queues_) q->WakeAll();
+  CancelAllRunning();  // long kernels stop at their next slice point
   if (dispatcher_thread_.joinable()) dispatcher_thread_.join();
   for (auto& w : workers_) {
     if (w.joinable()) w.join();

@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "paam/status.h"
+#include "server/access_policy.h"
 #include "server/admission.h"
 
 namespace paam {
@@ -38,6 +39,18 @@ struct ServerOptions {
   BackendOptions backend;
   // Shared libraries with user kernels (kernel_abi.h).
   std::vector<std::string> plugins;
+  // Version 2 plugins with their configuration (kernel_abi.h), loaded after `plugins`: the
+  // model plugin with the models of --model/--models (server/model_options.h).
+  struct PluginConfig {
+    std::string path;
+    std::string config;
+  };
+  std::vector<PluginConfig> configured_plugins;
+  // Who may connect and with what caps (access_policy.h). Default: paamd's own uid only.
+  AccessPolicy access;
+  // The longest a request may run, in ms (a client's own time limit may be shorter; an
+  // access rule's max_request_ms lowers it for the clients it governs). Default 60 s.
+  uint64_t max_request_ms = 60'000;
   // "none": admit everything (and say so); "analysis": PAAM response-time analysis.
   std::string admission = "none";
   // Accelerator parameters for the analysis (epsilon, kappa in ms).

@@ -26,6 +26,7 @@
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
 #include "server/bucket_queue.h"
+#include "server/live_stats.h"
 #include "server/server.h"
 #include "shm/layout.h"
 #include "shm/mapping.h"
@@ -58,6 +59,12 @@ struct RegionSlot {
 struct Session {
   uint64_t id = 0;
   PeerCredentials peer;
+  std::vector<gid_t> peer_groups;  // SO_PEERGROUPS, read at accept
+  int rule = kNoRule;              // the access rule governing it, once registered
+  uint64_t region_bytes = 0;       // its regions' mapping bytes, charged to its rule
+  // The longest any of its requests may run (ns): the server's cap, lowered by its access
+  // rule's max_request_ms; set at registration.
+  uint64_t request_limit_ns = 0;
   UniqueFd socket;
   std::string name;
   Uuid uuid{};
@@ -71,13 +78,35 @@ struct Session {
   uint64_t tail = 0;  // dispatcher-private consumer index; never read from shared memory
   std::vector<std::unique_ptr<RegionSlot>> regions;
   std::atomic<int> in_flight{0};  // queued or running requests; freed when 0 after removal
+  // Set by the monitor when the client went away: a worker that took one of its requests
+  // answers it cancelled instead of running it (cancel.cc).
+  std::atomic<bool> gone{false};
   bool registered = false;
+  // Live statistics of its requests (live_stats.h); for a tool, its control requests
+  // (control_requests.cc): a connection that asked for statistics or a trace without
+  // registering, when it last asked, and the statistics snapshot it reads in chunks.
+  ClientLive live;
+  bool tool = false;
+  uint64_t tool_active_ns = 0;
+  std::string stats_snapshot;
   uint64_t serial = 0;       // which connection, in accept order (fds are reused)
   uint64_t locked_bytes = 0; // of its regions, under --lock-memory
   // The client's wake eventfd (the server's end; the client got a duplicate). In the
   // dispatcher's wake_epfd_ while registered; a client that writes it can only wake the
   // dispatcher, never keep it asleep or touch another client's.
   UniqueFd wake_fd;
+};
+
+// What one worker is running, for the watchdog and the monitor (cancel.cc). The worker
+// publishes the request's deadline and session, then its ticket (release); a reader that
+// loads the ticket (acquire) sees that request's fields or a later one's, and raises `cancel`
+// to the ticket it loaded, which stops that request only (tickets are never reused).
+struct RunningRequest {
+  std::atomic<uint64_t> ticket{0};  // QueueEntry::order + 1 of the request running; 0: idle
+  std::atomic<uint64_t> deadline_ns{UINT64_MAX};
+  std::atomic<const Session*> session{nullptr};
+  std::atomic<uint64_t> own_word{0};
+  std::atomic<uint64_t>* cancel = &own_word;  // or the backend's CancelWord for this worker
 };
 
 class Server::Impl {
@@ -123,6 +152,7 @@ class Server::Impl {
   std::atomic<bool> stop_{false};
   std::thread control_thread_, dispatcher_thread_;
   std::vector<std::thread> workers_;
+  std::vector<std::unique_ptr<RunningRequest>> running_;  // one per worker; made before they start
 
   std::mutex stopped_mu_;
   std::condition_variable stopped_cv_;
@@ -155,7 +185,7 @@ class Server::Impl {
     std::string what;  // "closed connections that ...": the counts follow
     uint64_t total = 0, unsaid = 0, said_ns = 0;
   };
-  Throttled timed_out_, shed_, refused_;
+  Throttled timed_out_, shed_, refused_, refused_peers_;
 
   void AddNote(const std::string& note) {
     if (note.empty()) return;
@@ -174,12 +204,22 @@ class Server::Impl {
   // Starts one thread per (unit, bucket, lane) and returns once every one is prepared (its
   // notes known); pinned workers' placement (", w0.0.0 5, w0.1.0 6") for the pinning note.
   std::string StartWorkers(bool pin_workers);
-  void WorkerLoop(int unit, int bucket, int lane);
-  void RunEntry(const QueueEntry& e, int bucket, int lane);
+  void WorkerLoop(int unit, int bucket, int lane, RunningRequest* w);
+  void RunEntry(const QueueEntry& e, int bucket, int lane, RunningRequest* w);
   // --- hot path of both: publishes a result (workers.cc) ---
   void Complete(RegionSlot* r, Session* s, uint64_t sequence, Errc code, const char* error,
                 uint64_t output_bytes, const shm::Timestamps& ts);
 
+  // --- control thread: access policy (access_control.cc) ---
+  // OK when the policy lets `s`'s peer in (permission_denied, saying why, otherwise).
+  Status CheckPeer(const Session& s) const;
+  // The caps of `s`'s rule against what it asks for; on success charges the rule (the
+  // matching Uncharge is done by the monitor when the session goes).
+  Status ChargeRule(Session* s, uint32_t priority, uint64_t region_bytes);
+  void UnchargeRule(const Session& s);
+  // Registered clients and region bytes per rule of options_.access (control thread).
+  std::vector<uint32_t> rule_clients_;
+  std::vector<uint64_t> rule_bytes_;
   // --- control thread: registry and admission (client_registry.cc) ---
   void ControlLoop();
   void HandleMessage(int epfd, Session* s);
@@ -208,6 +248,56 @@ class Server::Impl {
   void Say(Throttled* t, bool now_or_never = false);
   std::string DescriptorLimit() const;
   void RemapBuckets();  // REQUIRES: table_mu_ held
+  // --- cancellation (cancel.cc) ---
+  // The watchdog, every tick of the control loop: stops running requests past their deadline
+  // (at their kernel's next slice point) and answers queued ones past it without running them.
+  void CancelTick();
+  // The monitor, for a client that went away: marks it gone and stops its running requests.
+  void CancelRunningOf(Session* s);
+  // Stop(): stops every running request, so that the workers can be joined.
+  void CancelAllRunning();
+  // Raises w's cancel word for `ticket` (once); true if newly raised.
+  bool RaiseCancel(RunningRequest* w, uint64_t ticket);
+  // The message of a request stopped (or dropped unrun, `ran` false) at `now` (cancel.cc).
+  void CancelMessage(const QueueEntry& e, uint64_t now, bool ran, char* out, size_t len) const;
+  // --- live statistics, tracing and the bound monitor ---
+  // Workers and dispatcher (live_record.cc): a lane starts a request (true when a lower
+  // bucket's lane on its unit is running: its start may wait for a preemption), ends it, and
+  // any answered request counts for its client. Off the control thread, nothing else.
+  bool LiveBegin(int unit, int bucket, int lane);
+  void LiveEnd(const QueueEntry& e, int bucket, int lane, Errc code, const shm::Timestamps& ts, bool contended);
+  void LiveClient(Session* s, Errc code, const shm::Timestamps& ts);
+  // Control thread (control_requests.cc): statistics and trace requests, from tools and
+  // clients; a registration's bound and name; each loop: bounds after admission changes, the
+  // first violation of each client in the log, a trace whose tool left, idle tools.
+  void HandleControl(int epfd, Session* s, const std::vector<uint8_t>& bytes);
+  void OnRegistered(Session* s);
+  void LiveTick(int epfd);
+  void RefreshBounds();
+  // The statistics snapshot (stats_json.cc) and one chunk of the trace (control_requests.cc).
+  std::string StatsJson() const;
+  std::string TraceChunk(size_t* waiting, bool* more);
+  LiveStats live_;
+  uint64_t start_ns_ = 0;
+  std::atomic<uint64_t> cancelled_requests_{0};
+  struct TraceOwner {
+    int fd = -1;
+    uint64_t serial = 0;
+    int pid = 0;
+  } trace_owner_;
+  std::vector<TraceRecord> trace_carry_;  // drained from the rings, not sent yet
+  std::map<uint64_t, std::string> client_names_;  // registered, or departed during a trace
+  // registrations_ and active_ when the bounds were last set: any registration or removal
+  // changes the pair.
+  uint64_t bounds_registrations_ = UINT64_MAX, bounds_active_ = UINT64_MAX;
+  uint64_t violations_seen_ = 0;  // live_.violations_total when the log was last brought up to date
+  uint64_t live_tick_ns_ = 0;
+  // --- the models query (models_query.cc) ---
+  // Init: the JSON of the models the registry's kernels publish (tensor signatures); an error
+  // when one is malformed. Control thread: answers a kModels request with a chunk of it.
+  Status BuildModels();
+  void HandleModels(int epfd, Session* s, const std::vector<uint8_t>& bytes);
+  std::string models_json_;
   // --- control thread: monitor (monitor.cc) ---
   void Reap(int epfd, int fd, bool died);
   void FreeFinishedSessions();

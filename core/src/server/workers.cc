@@ -30,7 +30,10 @@ std::string Server::Impl::StartWorkers(bool pin_workers) {
         const std::string name = "paamd-w" + std::to_string(u) + "." + std::to_string(b) + "." + std::to_string(lane);
         if (cpu >= 0) placement += ", " + name.substr(6) + " " + std::to_string(cpu);
         ++total;
-        workers_.emplace_back([this, u, b, lane, cpu, name, &ready] {
+        running_.push_back(std::make_unique<RunningRequest>());
+        RunningRequest* w = running_.back().get();
+        if (std::atomic<uint64_t>* word = backend_->CancelWord(u, b, lane)) w->cancel = word;
+        workers_.emplace_back([this, u, b, lane, cpu, name, w, &ready] {
           pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
           // Pinned before the backend prepares the thread, so that what it sets up for the
           // thread is set up where the thread will run.
@@ -41,7 +44,7 @@ std::string Server::Impl::StartWorkers(bool pin_workers) {
           if (!backend_note.empty()) note += (note.empty() ? "" : "; ") + backend_note;
           if (!note.empty()) AddNote("worker unit " + std::to_string(u) + " bucket " + std::to_string(b) + ": " + note);
           ready.fetch_add(1);
-          WorkerLoop(u, b, lane);
+          WorkerLoop(u, b, lane, w);
         });
       }
     }
@@ -50,14 +53,14 @@ std::string Server::Impl::StartWorkers(bool pin_workers) {
   return placement;
 }
 
-void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
+void Server::Impl::WorkerLoop(int unit, int bucket, int lane, RunningRequest* w) {
   BucketQueue& queue = *queues_[static_cast<size_t>(unit * buckets_ + bucket)];
   uint64_t last_work = NowNs();
   const bool spins = bucket < options_.spin_buckets;
   QueueEntry e;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (queue.TryPop(&e)) {
-      RunEntry(e, bucket, lane);
+      RunEntry(e, bucket, lane, w);
       queue.Done();
       last_work = NowNs();
       continue;
@@ -67,15 +70,33 @@ void Server::Impl::WorkerLoop(int unit, int bucket, int lane) {
       continue;
     }
     if (queue.WaitPop(&e, stop_, std::chrono::milliseconds(100))) {
-      RunEntry(e, bucket, lane);
+      RunEntry(e, bucket, lane, w);
       queue.Done();
     }
     last_work = NowNs();
   }
 }
 
-void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane) {
+// Publishes the request in `w` while it runs, so that the watchdog and the monitor can stop it
+// (cancel.cc); one taken after its deadline, or after its client went away, is answered
+// cancelled without running.
+void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRequest* w) {
   shm::Timestamps ts{e.submit_ns, e.dequeue_ns, NowNs(), 0, 0, 0};
+  const uint64_t ticket = e.order + 1;
+  w->deadline_ns.store(e.deadline_ns, std::memory_order_relaxed);
+  w->session.store(e.session, std::memory_order_relaxed);
+  // SYNC POINT: seq_cst store, then seq_cst load of `gone`; the monitor stores `gone`, then
+  // loads the tickets: it sees this request or this sees `gone`.
+  w->ticket.store(ticket, std::memory_order_seq_cst);
+  if (ts.picked >= e.deadline_ns || e.session->gone.load(std::memory_order_seq_cst)) {
+    w->ticket.store(0, std::memory_order_release);
+    char err[shm::kErrorTextBytes];
+    CancelMessage(e, ts.picked, /*ran=*/false, err, sizeof(err));
+    ts.completed = NowNs();
+    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts);
+    return;
+  }
+  const bool contended = LiveBegin(e.session->unit, bucket, lane);  // live_record.cc
   KernelCall call;
   call.kernel = e.region->kernel;
   call.region = &e.region->memory;
@@ -83,11 +104,27 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane) {
   call.output_bytes = e.output_bytes;
   std::memcpy(call.params, e.params, sizeof(call.params));
   call.device_data = e.device_data;
+  call.cancel = w->cancel;
+  call.ticket = ticket;
   DeviceTimes times;
   Status st = backend_->Run(call, bucket, lane, &times);
+  w->ticket.store(0, std::memory_order_release);
   ts.device_start = times.start_ns;
   ts.device_end = times.end_ns;
   ts.completed = NowNs();
+  LiveEnd(e, bucket, lane, st.code(), ts, contended);
+  if (st.code() == Errc::kCancelled && stop_.load(std::memory_order_relaxed)) {
+    // Stopped by Stop(): not answered, as no outstanding request is (clients see the server
+    // die); the region goes with the server.
+    e.session->in_flight.fetch_sub(1, std::memory_order_release);
+    return;
+  }
+  if (st.code() == Errc::kCancelled) {
+    char err[shm::kErrorTextBytes];
+    CancelMessage(e, ts.completed, /*ran=*/true, err, sizeof(err));
+    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts);
+    return;
+  }
   Complete(e.region, e.session, e.sequence, st.code(), st.ok() ? nullptr : st.message().c_str(),
            st.ok() ? e.output_bytes : 0, ts);
 }
@@ -108,6 +145,7 @@ void Server::Impl::Complete(RegionSlot* r, Session* s, uint64_t sequence, Errc c
   } else {
     h->error[0] = '\0';
   }
+  LiveClient(s, code, ts);
   (code == Errc::kOk ? completed_ : failed_).fetch_add(1, std::memory_order_relaxed);
   r->in_flight.store(false, std::memory_order_release);
   // SYNC POINT: publish everything above, then wake a suspended client if there is one.

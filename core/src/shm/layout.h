@@ -26,8 +26,9 @@
 namespace paam::shm {
 
 // Do not reuse. 2: device buffers, kFlagDeviceData. 3: read-only doorbell, per-registration wake
-// eventfd (the shared futex word `ring` is gone).
-inline constexpr uint32_t kProtocolVersion = 3;
+// eventfd (the shared futex word `ring` is gone). 4: RequestDescriptor::time_limit_ns (was a
+// reserved field that had to be 0).
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr uint32_t kDoorbellMagic = 0x50444231;  // "PDB1"
 inline constexpr uint32_t kChannelMagic = 0x50434831;   // "PCH1"
 inline constexpr uint32_t kRegionMagic = 0x50524731;    // "PRG1"
@@ -50,7 +51,10 @@ struct RequestDescriptor {
   uint64_t input_bytes;   // bytes of input written into the region's input area
   uint64_t params[4];     // kernel scalar parameters (see kernel_abi.h)
   uint64_t submit_ns;     // CLOCK_MONOTONIC when the client submitted
-  uint64_t reserved;      // must be 0
+  // The request's time limit, ns after submit_ns; 0: none from the client. The server stops a
+  // request still queued or running at min(this, its own cap) after submission and answers it
+  // kCancelled (docs/security.md).
+  uint64_t time_limit_ns;
 };
 static_assert(sizeof(RequestDescriptor) == 72, "the control-plane descriptor is 72 bytes");
 

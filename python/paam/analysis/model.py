@@ -25,6 +25,10 @@ Optional fields beyond that format (all may be left out):
 - ``chains[].callbacks[].priority``: the callback priority (PiCAS Algorithm 1), written by
   ``paam plan``; the analysis itself uses chain priorities (callbacks inherit them).
 - ``plan: {cpus: [...], executor_priority: 90, wait: suspend}``: inputs of ``paam plan``.
+- ``chains[].callbacks[].segments[].model``: the model (served by paamd, docs/models.md) the
+  segment runs; ``paam profile MODEL -o FILE`` sets the wcet of every segment that names it.
+- ``models: {<name>: {...}}``: what ``paam profile`` measured for each model (its WCET estimate,
+  the method, the distribution); kept as it is, not used by the analysis.
 
 ``hybrid`` waiting is analysed as ``spin`` (it may spin for the whole request).
 
@@ -75,6 +79,7 @@ class Executor:
 class Segment:
     accelerator: str
     wcet: float
+    model: str | None = None  # the paamd model the segment runs (paam profile updates its wcet)
 
 
 @dataclass
@@ -108,6 +113,7 @@ class SystemSpec:
     comm_cost: float = 0.0
     plan: dict[str, Any] | None = None
     description: str | None = None
+    models: dict[str, Any] | None = None  # paam profile's measurements, kept as they are
 
     def accelerator_types(self) -> dict[str, list[str]]:
         """type -> unit names, for accelerators that declare a type."""
@@ -126,7 +132,8 @@ class SystemSpec:
                 c, callbacks=[dataclasses.replace(
                     cb, segments=[dataclasses.replace(s) for s in cb.segments])
                     for cb in c.callbacks]) for c in self.chains],
-            plan=dict(self.plan) if self.plan is not None else None)
+            plan=dict(self.plan) if self.plan is not None else None,
+            models=dict(self.models) if self.models is not None else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,8 +233,8 @@ def _name(value: Any, where: str, key: str = "name") -> str:
 def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
     """Check a loaded YAML document and build a :class:`SystemSpec` (see :func:`load_system`)."""
     top = _mapping(data, "system description")
-    _check_keys(top, {"description", "accelerators", "executors", "comm_cost", "chains", "plan"},
-                "system description")
+    _check_keys(top, {"description", "accelerators", "executors", "comm_cost", "chains", "plan",
+                      "models"}, "system description")
     description = top.get("description")
     if description is not None and not isinstance(description, str):
         raise InputError("system description: field 'description' must be text, "
@@ -320,8 +327,11 @@ def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
     if plan is not None:
         plan = _mapping(plan, "plan")
         _check_keys(plan, {"cpus", "executor_priority", "wait"}, "plan")
+    models = top.get("models")
+    if models is not None:
+        models = _mapping(models, "models")
     return SystemSpec(accelerators=accelerators, executors=executors, chains=chains,
-                      comm_cost=comm_cost, plan=plan, description=description)
+                      comm_cost=comm_cost, plan=plan, description=description, models=models)
 
 
 def _parse_callback(raw: Any, index: int, chain: str, executors: dict[str, Executor],
@@ -349,7 +359,7 @@ def _parse_callback(raw: Any, index: int, chain: str, executors: dict[str, Execu
     for j, raw_seg in enumerate(raw_segments):
         seg_where = f"{where}, segment #{j + 1}"
         seg = _mapping(raw_seg, seg_where)
-        _check_keys(seg, {"accelerator", "wcet"}, seg_where)
+        _check_keys(seg, {"accelerator", "wcet", "model"}, seg_where)
         acc = _name(seg.get("accelerator"), seg_where, "accelerator")
         if acc not in accelerators:
             if acc in types and not for_planning:
@@ -359,7 +369,8 @@ def _parse_callback(raw: Any, index: int, chain: str, executors: dict[str, Execu
                 known = ", ".join(sorted(accelerators)) or "none"
                 raise InputError(f"{seg_where}: field 'accelerator': unknown accelerator "
                                  f"'{acc}' (known: {known})")
-        segments.append(Segment(accelerator=acc, wcet=_number(seg, "wcet", seg_where)))
+        model = _name(seg["model"], seg_where, "model") if seg.get("model") is not None else None
+        segments.append(Segment(accelerator=acc, wcet=_number(seg, "wcet", seg_where), model=model))
     priority = None
     if obj.get("priority") is not None:
         priority = _integer(obj, "priority", where, limits=INT64_RANGE)
@@ -383,7 +394,8 @@ def to_yaml_data(spec: SystemSpec) -> dict[str, Any]:
         d: dict[str, Any] = {"name": c.name, "executor": c.executor, "wcet": c.wcet}
         if c.priority is not None:
             d["priority"] = c.priority
-        d["segments"] = [{"accelerator": s.accelerator, "wcet": s.wcet} for s in c.segments]
+        d["segments"] = [{"accelerator": s.accelerator, "wcet": s.wcet}
+                         | ({"model": s.model} if s.model else {}) for s in c.segments]
         return d
 
     chains = []
@@ -407,6 +419,8 @@ def to_yaml_data(spec: SystemSpec) -> dict[str, Any]:
     }
     if spec.plan is not None:
         data["plan"] = spec.plan
+    if spec.models is not None:
+        data["models"] = spec.models
     return data
 
 

@@ -107,13 +107,15 @@ class Bridge:
         client. Default hybrid: short requests complete while the waiter still spins (no wake-up
         latency), long ones cost no CPU.
     :param log: where the bridge's log lines go (default: stderr).
+    :param diagnostics: publish paamd's statistics on ``/diagnostics`` once a second
+        (:mod:`paam.ros.diagnostics`).
     """
 
     def __init__(self, *, name: str = wire.DEFAULT_BRIDGE, socket: Optional[str] = None,
                  lease_sec: float = wire.DEFAULT_LEASE_SEC, context=None,
                  client_factory: Optional[Callable[..., Any]] = None, waiters: int = 64,
                  wait: str = "hybrid", inline_wait_us: float = 100.0,
-                 log: Optional[Callable[[str], None]] = None) -> None:
+                 log: Optional[Callable[[str], None]] = None, diagnostics: bool = True) -> None:
         from rclpy.node import Node
 
         from paam.ros.executor import PicasExecutor
@@ -172,6 +174,8 @@ class Bridge:
         self._ServerStatus = ServerStatus
         self._status_timer = n.create_timer(wire.STATUS_PERIOD_SEC, self._publish_status)
         self._reap_timer = n.create_timer(self.lease_sec / 4, self._reap)
+        self._diagnostics = _start_diagnostics(n, self.socket_path, self._log) \
+            if diagnostics else None
         self._dispatcher.start()
         self._log(f"bridging ROS 2 domain {n.context.get_domain_id()} to paamd at "
                   f"{self.socket_path} (lease {self.lease_sec:g} s)")
@@ -197,6 +201,8 @@ class Bridge:
         if self._closed:
             return
         self._closed = True
+        if self._diagnostics is not None:
+            self._diagnostics.close()
         self._waiter.wake()
         self._dispatcher.join(timeout=5.0)
         self.executor.shutdown(timeout_sec=2.0)
@@ -579,6 +585,16 @@ class Bridge:
         return nxt
 
 
+def _start_diagnostics(node, socket: str, log: Callable[[str], None]):
+    """The /diagnostics publisher, or None (said in the log) where diagnostic_msgs is missing."""
+    try:
+        from paam.ros.diagnostics import DiagnosticsPublisher
+        return DiagnosticsPublisher(node, socket, log=log).start()
+    except ImportError as err:
+        log(f"not publishing /diagnostics: {err} (install ros-jazzy-diagnostic-msgs)")
+        return None
+
+
 def _paam():
     import paam
     return paam
@@ -614,14 +630,15 @@ def _probe(path: str) -> tuple[bool, str]:
 def main(argv: Optional[list[str]] = None, *, name: str = wire.DEFAULT_BRIDGE,
          socket: Optional[str] = None, lease_sec: float = wire.DEFAULT_LEASE_SEC,
          wait: str = "hybrid", rt_priority: Optional[int] = None,
-         cpu: Optional[int] = None) -> int:
+         cpu: Optional[int] = None, diagnostics: bool = True) -> int:
     """Run a bridge until SIGINT/SIGTERM (what ``paam bridge`` calls)."""
     import rclpy
 
     rclpy.init(args=argv)
     bridge = None
     try:
-        bridge = Bridge(name=name, socket=socket, lease_sec=lease_sec, wait=wait)
+        bridge = Bridge(name=name, socket=socket, lease_sec=lease_sec, wait=wait,
+                        diagnostics=diagnostics)
         reachable, why = _probe(bridge.socket_path)
         if not reachable:
             bridge._log(f"warning: {why}; registrations fail until paamd runs")

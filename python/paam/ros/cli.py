@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="RT priority of the bridge's executor thread: SCHED_FIFO when permitted, "
                         "else the nice value of paam.ros.rt.nice_for (90 -> -20)")
     p.add_argument("--cpu", type=int, default=None, help="pin the executor thread to this CPU")
+    p.add_argument("--no-diagnostics", dest="diagnostics", action="store_false",
+                   help="do not publish paamd's statistics on /diagnostics (default: once a "
+                        "second, as diagnostic_msgs/DiagnosticArray)")
     p.set_defaults(func=_bridge)
 
     from paam.ros import bench
@@ -40,4 +43,4 @@ def _bridge(args: argparse.Namespace) -> int:
         return 2
     from paam.ros.bridge import main
     return main(name=args.name, socket=args.socket, lease_sec=args.lease, wait=args.wait,
-                rt_priority=args.rt_priority, cpu=args.cpu)
+                rt_priority=args.rt_priority, cpu=args.cpu, diagnostics=args.diagnostics)

@@ -16,9 +16,9 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "backend/cuda/cuda_cancel.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "common/clock.h"
-#include "common/log.h"
 
 namespace paam {
 namespace {
@@ -119,6 +119,10 @@ class CudaBackend final : public Backend {
   Status AttachRegion(RegionMemory* region) override;
   void DetachRegion(RegionMemory* region) override;
   Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
+  std::atomic<uint64_t>* CancelWord(int unit, int level, int lane) override {
+    Lane* l = LaneOf(unit, level, lane);
+    return l == nullptr ? nullptr : units_[unit].cancel->Word(static_cast<size_t>(l - units_[unit].lanes.data()));
+  }
 
  private:
   // One worker's stream and events. Used by one worker at a time (Backend contract).
@@ -137,6 +141,7 @@ class CudaBackend final : public Backend {
     std::string device_name;
     std::vector<Lane> lanes;  // level l, lane j at lane_offset[l] + j
     void* flags = nullptr;    // cudaHostAlloc'ed, one cache line per lane
+    std::unique_ptr<CudaCancelWords> cancel;  // one per lane, same index
   };
 
   Lane* LaneOf(int unit, int level, int lane) {
@@ -213,6 +218,7 @@ CudaBackend::~CudaBackend() {
       if (l.stream != nullptr) cudaStreamDestroy(l.stream);
     }
     if (u.flags != nullptr) cudaFreeHost(u.flags);
+    u.cancel.reset();
   }
 }
 
@@ -328,6 +334,8 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
         if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
       }
     }
+    unit.cancel = std::make_unique<CudaCancelWords>();
+    if (Status cs = unit.cancel->Allocate(unit.lanes.size()); !cs.ok()) return cs;
     if (Flagged()) {
       Status fs = SetUpFlags(&unit);
       if (!fs.ok()) return fs;
@@ -626,7 +634,7 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   Lane* l = LaneOf(region->device_index, level, lane);
   if (l == nullptr) return Status(Errc::kInvalidArgument, "cuda: no such level/lane");
-  if (call.kernel->run_cuda == nullptr) {
+  if (!call.kernel->HasCuda()) {
     return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name + "' has no CUDA version");
   }
   void* d_input = st->d_input;
@@ -655,6 +663,10 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
     if (e != cudaSuccess) return CudaFail(Errc::kKernelFailed, "cudaSetDevice", e);
   }
   cudaStream_t s = l->stream;
+  // The built-in kernels look at the server's cancel word: this lane's own (CancelWord).
+  const CudaCancelWords* cancel = units_[region->device_index].cancel.get();
+  const size_t lane_index = static_cast<size_t>(l - units_[region->device_index].lanes.data());
+  const bool cancellable = call.ticket != 0 && call.cancel != nullptr && call.cancel == cancel->Word(lane_index);
   cudaError_t e = cudaSuccess;
   uint64_t issued_ns = 0;
   const WaitKind wait = WaitOf(level);
@@ -667,6 +679,7 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   if (e == cudaSuccess) e = cudaEventRecord(l->kernel_begin, s);
   int krc = PAAM_KERNEL_OK;
+  char kerr[160] = {0};  // a version 2 kernel's message
   if (e == cudaSuccess) {
     paam_kernel_args args{};
     args.input = d_input;
@@ -678,7 +691,10 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
     args.stream = s;
     args.level = level;
     args.device_index = st->ordinal;
-    krc = call.kernel->run_cuda(&args);
+    args.host_input = copy ? region->input : nullptr;
+    if (cancellable) cuda::SetCudaCancel(cancel->Kernels(lane_index, call.ticket));
+    krc = call.kernel->RunCuda(&args, kerr, sizeof(kerr));
+    if (cancellable) cuda::SetCudaCancel({});
     e = cudaGetLastError();
   }
   if (e == cudaSuccess && krc == PAAM_KERNEL_OK) {
@@ -694,8 +710,14 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   if (e == cudaSuccess) e = re;
   if (e == cudaSuccess) e = we;
   if (e != cudaSuccess) return CudaFail(Errc::kKernelFailed, call.kernel->name, e);
+  if (krc != PAAM_KERNEL_OK && kerr[0] != '\0') {
+    return Status(krc == PAAM_KERNEL_EINVAL ? Errc::kInvalidArgument : Errc::kKernelFailed, kerr);
+  }
   if (krc != PAAM_KERNEL_OK) {
     return Status(Errc::kKernelFailed, "cuda: kernel '" + call.kernel->name + "' returned " + std::to_string(krc));
+  }
+  if (cancellable && cancel->Stopped(lane_index, call.ticket, s)) {
+    return Status(Errc::kCancelled, "cuda: kernel '" + call.kernel->name + "' was stopped at a slice");
   }
   if (times != nullptr) {
     // The events give durations on the device; one host time anchors them. The true times
@@ -723,58 +745,6 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
 }
 
 }  // namespace
-
-// The runtime reports a machine without an NVIDIA driver as cudaErrorInsufficientDriver ("CUDA
-// driver version is insufficient"), which reads like an upgrade would help: say first that no
-// GPU was found, then CUDA's own words.
-int CudaDeviceCount(std::string* why) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    if (why != nullptr) {
-      std::string detail = cudaGetErrorString(e);
-      if (e == cudaErrorInsufficientDriver) {
-        int runtime = 0;
-        cudaRuntimeGetVersion(&runtime);
-        detail = "no NVIDIA driver is loaded, or it is older than this CUDA runtime (" +
-                 std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ") needs";
-      }
-      *why = "no CUDA GPU found (" + std::string(cudaGetErrorName(e)) + ": " + detail + ")";
-    }
-    return 0;
-  }
-  if (n == 0 && why != nullptr) *why = "no CUDA GPU found (cudaGetDeviceCount: 0 devices)";
-  return n;
-}
-
-void AttachCudaBuiltins(KernelRegistry* registry) {
-  size_t count = 0;
-  const cuda::CudaBuiltin* table = cuda::CudaBuiltins(&count);
-  for (size_t i = 0; i < count; ++i) {
-    if (KernelEntry* k = registry->FindMutable(table[i].name)) k->run_cuda = table[i].run_cuda;
-  }
-}
-
-// The server's streams must each get a hardware queue of their own (declared in the header). CUDA maps a context's
-// streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 by default); two streams on
-// one queue run in FIFO order whatever their priorities, so a critical bucket's request can sit
-// behind a best-effort kernel that is itself waiting for the higher buckets. Measured on an
-// H100 (case study 1): with the default, the top bucket's requests
-// waited up to 522 ms between dequeue and kernel start; with 32, at most 2.6 ms. The variable is
-// read when the context is created, so it is set before the first CUDA call, and only in paamd
-// (a direct-mode client's process is the user's to configure).
-void ReserveCudaHardwareQueues() {
-  constexpr int kWanted = 32;  // the most CUDA allows
-  const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  if (set == nullptr) {
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(kWanted).c_str(), 0);
-  } else if (std::atoi(set) < kWanted) {
-    Log("warning: CUDA_DEVICE_MAX_CONNECTIONS=%s: bucket streams may share hardware queues, and a "
-        "critical request then waits behind best-effort kernels (unset it to let paamd use %d)",
-        set, kWanted);
-  }
-}
 
 Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options, KernelRegistry* registry) {
   if (!options.direct) ReserveCudaHardwareQueues();

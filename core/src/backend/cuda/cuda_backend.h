@@ -21,6 +21,9 @@
 // busy worker) unless PAAM_CUDA_WAIT=block is set in the environment, which sleeps in the driver.
 // DeviceTimes bracket the kernel: they come from events around it, anchored to CLOCK_MONOTONIC
 // at the moment completion is seen (about a microsecond of error with spin waiting).
+// Cancellation: each lane's CancelWord lives in mapped pinned host memory (cuda_cancel.h); the
+// built-in spin and matmul read it from the GPU and stop at their next block or k-slice once
+// the server raises it, and Run returns kCancelled. Other kernels run to their end.
 //
 // Thread safety: as for Backend. Run() sets the calling thread's current CUDA device to the
 // region's GPU if it differs; AttachRegion/DetachRegion restore the caller's current device.

@@ -606,6 +606,84 @@ TEST_F(CudaBackendTest, NarrowSpinsOnTwoLanesRunSideBySide) {
   b->DetachRegion(&r1.mem);
 }
 
+// Cancellation as paamd drives it: the server stores the running request's ticket into its
+// lane's cancel word (Backend::CancelWord: mapped pinned host memory, one per lane). A 5 s spin
+// (full width, and at half width: one launch per wave) stops at its next block and Run reports
+// kCancelled well before the 5 s; matmul stops at its next k-slice (here: the word is raised
+// before it starts). A word holding another request's ticket changes nothing: the spin runs its
+// whole duration and matmul's result matches the CPU's.
+TEST_F(CudaBackendTest, ARaisedCancelWordStopsSpinAndMatmulAtTheirNextSlice) {
+  for (const char* wait : {"spin", "block", "nap"}) {
+    SCOPED_TRACE(wait);
+    auto b = Make(8, 2, "", wait);
+    ASSERT_NE(b, nullptr);
+    std::atomic<uint64_t>* word = b->CancelWord(0, 0, 0);
+    ASSERT_NE(word, nullptr);
+    EXPECT_NE(word, b->CancelWord(0, b->Levels() - 1, 0)) << "one word per lane";
+    EXPECT_EQ(b->CancelWord(0, b->Levels(), 0), nullptr);
+    HostRegion r(0, 8);
+    ASSERT_TRUE(b->AttachRegion(&r.mem).ok());
+    auto run = [&](HostRegion* region, const char* name, std::vector<uint64_t> params, uint64_t input_bytes,
+                   uint64_t ticket) {
+      KernelCall call;
+      call.kernel = registry_.Find(name);
+      call.region = &region->mem;
+      call.input_bytes = input_bytes;
+      for (size_t i = 0; i < params.size(); ++i) call.params[i] = params[i];
+      EXPECT_TRUE(call.kernel->Plan(call.params, input_bytes, &call.output_bytes).ok());
+      call.cancel = word;
+      call.ticket = ticket;
+      DeviceTimes t;
+      return b->Run(call, 0, 0, &t);
+    };
+    ASSERT_TRUE(run(&r, "spin", {1'000'000}, 0, 1).ok());  // warm
+    uint64_t ticket = 10;
+    for (uint64_t width : {0, 50}) {
+      SCOPED_TRACE(width);
+      ++ticket;
+      word->store(0);
+      Status st;
+      const uint64_t t0 = NowNs();
+      std::thread worker([&] {
+        std::string note;
+        EXPECT_TRUE(b->PrepareWorker(0, 0, 0, &note).ok());
+        st = run(&r, "spin", {5'000'000'000, 0, width}, 0, ticket);
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      word->store(ticket, std::memory_order_seq_cst);
+      b->CancelRaised();
+      worker.join();
+      const uint64_t took = NowNs() - t0;
+      EXPECT_EQ(st.code(), Errc::kCancelled) << st.ToString();
+      EXPECT_LT(took, uint64_t{3'000'000'000}) << "the 5 s spin was not stopped";
+    }
+    word->store(5);  // another request's ticket
+    const uint64_t t0 = NowNs();
+    ASSERT_TRUE(run(&r, "spin", {200'000'000}, 0, 6).ok());
+    EXPECT_GE(NowNs() - t0, uint64_t{198'000'000});
+    EXPECT_GE(r.out<uint64_t>()[0], uint64_t{198'000'000}) << "the spin stopped for a ticket not its own";
+
+    const uint64_t n = 1024;
+    HostRegion big(2 * n * n * 4, n * n * 4);
+    ASSERT_TRUE(b->AttachRegion(&big.mem).ok());
+    Fill(big.in<float>(), 2 * n * n, &rng_);
+    word->store(21);
+    const Status st = run(&big, "matmul", {n, n, n}, 2 * n * n * 4, 21);
+    EXPECT_EQ(st.code(), Errc::kCancelled) << st.ToString();
+    const uint64_t m = 96, k = 300, nn = 70;  // several k-slices, ragged tiles
+    HostRegion small(4 * (m * k + k * nn), 4 * m * nn);
+    ASSERT_TRUE(b->AttachRegion(&small.mem).ok());
+    Fill(small.in<float>(), m * k + k * nn, &rng_);
+    ASSERT_TRUE(run(&small, "matmul", {m, k, nn}, 4 * (m * k + k * nn), 22).ok());
+    std::vector<uint8_t> want;
+    RunCpu(&small, "matmul", {m, k, nn}, 4 * (m * k + k * nn), &want);
+    EXPECT_LT(RelL2(small.out<float>(), reinterpret_cast<const float*>(want.data()), m * nn), 1e-4);
+    b->DetachRegion(&small.mem);
+    b->DetachRegion(&big.mem);
+    b->DetachRegion(&r.mem);
+  }
+}
+
 TEST_F(CudaBackendTest, ErrorsAreReportedNotCrashed) {
   BackendOptions o;
   o.kind = "cuda";

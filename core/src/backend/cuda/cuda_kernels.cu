@@ -16,6 +16,30 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_spin_slots[kMaxDevices];  // 0: not computed yet
+thread_local CudaCancel t_cancel;             // SetCudaCancel
+
+// A launch's view of the cancellation (cuda_kernels.h): blocks whose linear index is a
+// multiple of `leader_every` read the host word.
+struct CancelArgs {
+  const volatile unsigned long long* host;
+  volatile unsigned long long* device;
+  unsigned long long ticket;
+  unsigned long long leader_every;
+};
+
+CancelArgs CancelFor(uint64_t leader_every) {
+  return {t_cancel.host_word, t_cancel.device_word, t_cancel.ticket, leader_every == 0 ? 1 : leader_every};
+}
+
+// Whether this block must exit at once. Called by thread 0 only.
+__device__ __forceinline__ bool StopBlock(const CancelArgs& c, unsigned long long block) {
+  if (c.ticket == 0) return false;
+  if (*c.device == c.ticket) return true;
+  if (block % c.leader_every != 0 || *c.host != c.ticket) return false;
+  *c.device = c.ticket;  // the blocks after this one need not cross the bus to learn it
+  __threadfence();
+  return true;
+}
 
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
@@ -54,9 +78,14 @@ constexpr int kMmThreads = 256;
 __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restrict__ A,
                                                             const float* __restrict__ B,
                                                             float* __restrict__ C, int M, int K, int N,
-                                                            int k_begin, int k_end, int accumulate) {
+                                                            int k_begin, int k_end, int accumulate,
+                                                            CancelArgs cancel) {
   __shared__ float As[kTileK][kTile + 4];  // A tile transposed: As[k][row]
   __shared__ float Bs[kTileK][kTile + 4];
+  __shared__ int stop;
+  if (threadIdx.x == 0) stop = StopBlock(cancel, static_cast<unsigned long long>(blockIdx.y) * gridDim.x + blockIdx.x);
+  __syncthreads();
+  if (stop) return;
   const int tid = threadIdx.x;
   const int tx = tid % 16;
   const int ty = tid / 16;
@@ -168,7 +197,12 @@ constexpr int kSpinThreads = 32;
 // A narrow spin launches one kernel per wave; this caps the launches of one request.
 constexpr uint64_t kMaxSpinWaveLaunches = 512;
 
-__global__ void __launch_bounds__(kSpinThreads) SpinKernel(unsigned long long* out, uint64_t slice_ns) {
+__global__ void __launch_bounds__(kSpinThreads) SpinKernel(unsigned long long* out, uint64_t slice_ns,
+                                                             CancelArgs cancel) {
+  __shared__ int stop;
+  if (threadIdx.x == 0) stop = StopBlock(cancel, blockIdx.x);
+  __syncthreads();
+  if (stop) return;
   const uint64_t start = GlobalTimerNs();
   if (threadIdx.x == 0) atomicMin(out, static_cast<unsigned long long>(start));
   while (GlobalTimerNs() - start < slice_ns) __nanosleep(200);
@@ -220,12 +254,13 @@ int MatmulCuda(const paam_kernel_args* a) {
   if (gy > 65535) return PAAM_KERNEL_EINVAL;
   const auto* A = static_cast<const float*>(a->input);
   dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>(gy));
+  const CancelArgs cancel = CancelFor(uint64_t{grid.x} * grid.y);  // the first block of each slice looks
   for (uint64_t k0 = 0; k0 < k; k0 += kSliceK) {
     const uint64_t k1 = std::min<uint64_t>(k, k0 + kSliceK);
     MatmulKernel<<<grid, kMmThreads, 0, StreamOf(a)>>>(A, A + m * k, static_cast<float*>(a->output),
                                                        static_cast<int>(m), static_cast<int>(k),
                                                        static_cast<int>(n), static_cast<int>(k0),
-                                                       static_cast<int>(k1), k0 > 0 ? 1 : 0);
+                                                       static_cast<int>(k1), k0 > 0 ? 1 : 0, cancel);
     if (const int rc = Launched(); rc != 0) return rc;
   }
   return 0;
@@ -273,7 +308,7 @@ int SpinCuda(const paam_kernel_args* a) {
     const uint64_t slice = duration / waves;
     const uint64_t blocks = waves * static_cast<uint64_t>(slots);
     if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
-    SpinKernel<<<static_cast<unsigned>(blocks), kSpinThreads, 0, StreamOf(a)>>>(out, slice);
+    SpinKernel<<<static_cast<unsigned>(blocks), kSpinThreads, 0, StreamOf(a)>>>(out, slice, CancelFor(slots));
   } else if (duration > 0) {
     // Narrower: one launch per wave, in stream order, so that no more than `narrow` blocks
     // run at once (in one launch the GPU would run the later waves beside the first). At most
@@ -282,8 +317,9 @@ int SpinCuda(const paam_kernel_args* a) {
     const uint64_t target = std::max(slice_target, (duration + kMaxSpinWaveLaunches - 1) / kMaxSpinWaveLaunches);
     const uint64_t waves = (duration + target - 1) / target;
     const uint64_t slice = duration / waves;
+    const CancelArgs cancel = CancelFor(narrow);  // the first block of each launch looks
     for (uint64_t w = 0; w < waves; ++w) {
-      SpinKernel<<<static_cast<unsigned>(narrow), kSpinThreads, 0, StreamOf(a)>>>(out, slice);
+      SpinKernel<<<static_cast<unsigned>(narrow), kSpinThreads, 0, StreamOf(a)>>>(out, slice, cancel);
     }
   }
   SpinFinishKernel<<<1, 1, 0, StreamOf(a)>>>(out);
@@ -312,6 +348,8 @@ int SpinSlots(int device) {
   }
   return v;
 }
+
+void SetCudaCancel(const CudaCancel& cancel) { t_cancel = cancel; }
 
 int PrepareCudaKernels(int device) {
   cudaError_t e = cudaSetDevice(device);

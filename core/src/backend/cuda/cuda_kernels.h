@@ -12,6 +12,17 @@
 // busy for one "slice" timed by the GPU's %globaltimer (default kDefaultSpinSliceNs); matmul's
 // block time grows with k (one 64x64 output tile over the whole k).
 //
+// Cancellation. `spin` and `matmul` stop early when the server cancels their request (the
+// backend sets CudaCancel on the calling thread before run_cuda): one block per wave of spin,
+// and the first block of each of matmul's k-slice launches, reads the server's word in mapped
+// pinned host memory; when it holds the request's ticket that block writes the ticket into a
+// word in device memory, which every block reads at its start, and the blocks still to run
+// exit at once. So a cancelled spin stops within about a slice, matmul within a k-slice, but the
+// request ends only once the blocks still to run have exited: for a full-width spin, about an
+// eighth of the time it had left (a 5 s spin stopped at 0.2 s ended 0.6 s later, H200,
+// 2026-11-26); other streams get the GPU's block slots meanwhile. Their output is then not
+// valid. The other kernels run to their end.
+//
 // Thread safety: every entry point is reentrant (no state but a per-device occupancy cache
 // filled with relaxed atomics). They use the calling thread's current device.
 #pragma once
@@ -25,6 +36,17 @@ namespace paam::cuda {
 
 // Time one block of `spin` stays busy, unless params[1] names another (in ns).
 inline constexpr uint64_t kDefaultSpinSliceNs = 20'000;
+
+// The cancellation of the request being enqueued on this thread (see above). host_word: the
+// device address of the server's word (mapped pinned host memory); device_word: a word in
+// device memory of this lane's own; ticket: the value that means "stop" (0: no cancellation).
+struct CudaCancel {
+  const unsigned long long* host_word = nullptr;
+  unsigned long long* device_word = nullptr;
+  unsigned long long ticket = 0;
+};
+// Sets this thread's cancellation for the entry points it calls next ({}: none).
+void SetCudaCancel(const CudaCancel& cancel);
 
 // vector_add: (a: f32[n], b: f32[n]) -> f32[n]; params: n
 int VectorAddCuda(const paam_kernel_args* args);
