@@ -45,7 +45,7 @@ fi
 mkdir -p "$LOGS"
 echo "[$name] building the fuzz targets in $FUZZ_BUILD with $FUZZ_CXX (30 s to 1.5 minutes the first time on 2 cores; log: $LOGS/fuzz-build.log)"
 if ! { CC=$FUZZ_CC CXX=$FUZZ_CXX cmake -S . -B "$FUZZ_BUILD" -DPAAM_BUILD_FUZZERS=ON -DPAAM_BUILD_TESTS=OFF \
-         -DPAAM_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+         -DPAAM_WITH_CUDA=OFF -DPAAM_WITH_TORCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
        cmake --build "$FUZZ_BUILD" -j "$JOBS" --target fuzzers; } >"$LOGS/fuzz-build.log" 2>&1; then
   echo "$name: failed to build; the last lines of $LOGS/fuzz-build.log:"
   tail -n 40 "$LOGS/fuzz-build.log"

@@ -28,7 +28,9 @@ compilers=()
 build() {
   local dir=$1 flags=$2 log="$LOGS/sanitize-build-$(basename "$1").log"
   echo "[test-sanitize] building the C++ suite in $dir with $flags ($JOBS jobs; log: $log)"
-  if ! { cmake -S . -B "$dir" "${compilers[@]}" -DPAAM_BUILD_TESTS=ON -DPAAM_WITH_CUDA=OFF \
+  # The model plugin stays out (PAAM_WITH_TORCH=OFF): libtorch is not built with the sanitizers
+  # (its OpenMP threads alone would be reported); its table decoder is fuzzed (fuzz_tensors).
+  if ! { cmake -S . -B "$dir" "${compilers[@]}" -DPAAM_BUILD_TESTS=ON -DPAAM_WITH_CUDA=OFF -DPAAM_WITH_TORCH=OFF \
            -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
            "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags" &&
          cmake --build "$dir" -j "$JOBS"; } >"$log" 2>&1; then

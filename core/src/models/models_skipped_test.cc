@@ -1,9 +1,9 @@
-// Stands in for models_test where libtorch was not found: the suite then reports the model
-// tests as skipped, with the reason, rather than leaving them out unsaid.
+// Stands in for models_test where the model plugin is not built: the suite then reports the
+// model tests as skipped, with the reason (PAAM_MODELS_SKIPPED, from core/src/models/CMakeLists.txt),
+// rather than leaving them out unsaid.
 #include <gtest/gtest.h>
 
 TEST(Models, NeedTheModelPlugin) {
-  GTEST_SKIP() << "libtorch was not found when this build was configured, so the model plugin "
-                  "(libpaam_torch.so) and its tests were not built: apt-get install libtorch-dev "
-                  "and configure again (docs/models.md)";
+  GTEST_SKIP() << "the model plugin (libpaam_torch.so) and its tests were not built: " PAAM_MODELS_SKIPPED
+                  " (docs/models.md)";
 }
