@@ -1,5 +1,5 @@
 // fuzz/fuzz_descriptor.cc — what a client writes into its shared-memory ring: the head and the
-// 72-byte request descriptors the dispatcher copies out of the slots. The target does what
+// 80-byte request descriptors the dispatcher copies out of the slots. The target does what
 // DrainSession (server/dispatcher.cc) does with them: RingWindowOk on head and the server's own
 // tail, the region index against the registration, then CheckDescriptor against the region's
 // kernel and memory as registered (fuzzed too: capacities, device buffers). For each accepted
@@ -118,6 +118,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     PAAM_FUZZ_CHECK(cap == 0 || (within(cap) && (deadline != UINT64_MAX || start >= UINT64_MAX - cap)));
     PAAM_FUZZ_CHECK(d.time_limit_ns == 0 || within(d.time_limit_ns));
     PAAM_FUZZ_CHECK(cap != 0 || d.time_limit_ns != 0 || deadline == UINT64_MAX);
+    // The absolute deadline (--queue edf, the fallback), for a relative deadline drawn from the
+    // input: none without one, else never before the dequeue nor more than one relative
+    // deadline after it, whatever release and submission the client wrote.
+    const uint64_t relative = d.params[3] >> (d.params[3] & 63);
+    const uint64_t due = RequestDue(d, now, relative);
+    PAAM_FUZZ_CHECK(relative != 0 || due == UINT64_MAX);
+    PAAM_FUZZ_CHECK(relative == 0 || (due >= now && due != UINT64_MAX &&
+                                      (due - now <= relative || now > UINT64_MAX - relative)));
     Run(kernel, d, out_bytes);
   }
   return 0;

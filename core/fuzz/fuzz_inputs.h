@@ -9,7 +9,7 @@
 
 namespace paam::fuzz {
 
-// fuzz_descriptor: a DescriptorInput, then the ring's slots (72-byte RequestDescriptors; slots
+// fuzz_descriptor: a DescriptorInput, then the ring's slots (80-byte RequestDescriptors; slots
 // past the end of the input are zero). Capacities are kept small (at most kMaxAreaBytes) so an
 // accepted request's kernel runs in microseconds.
 inline constexpr uint32_t kMaxRegions = 4;

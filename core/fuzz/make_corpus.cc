@@ -165,10 +165,12 @@ void Ring(const char* name, uint64_t tail, uint64_t head, std::vector<fuzz::Regi
 }
 
 shm::RequestDescriptor Desc(uint32_t region, uint64_t input_bytes, std::initializer_list<uint64_t> params,
-                            uint32_t flags = 0) {
+                            uint32_t flags = 0, uint64_t submit_ns = 0, uint64_t release_ns = 0) {
   shm::RequestDescriptor d{};
   d.region = region;
   d.flags = flags;
+  d.submit_ns = submit_ns;
+  d.release_ns = release_ns;
   d.sequence = 1;
   d.input_bytes = input_bytes;
   size_t i = 0;
@@ -193,6 +195,11 @@ void DescriptorSeeds() {
   Ring("refused", 10, 13, {add, noop},
        {Desc(0, 8192, {1024}), Desc(1, 16, {4096}), Desc(7, 0, {0}), Desc(0, 8, {1}, 0x80)});
   Ring("broken_ring", 100, 400, {add}, {Desc(0, 8, {1})});
+  // Releases (--queue edf): before the submission, after it, and long before it.
+  Ring("releases", 7, 10, {spin},
+       {Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 4'990'000'000),
+        Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 9'000'000'000),
+        Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 1)});
 }
 
 // A registration sequence for fuzz_admission.

@@ -183,6 +183,9 @@ def _model_unpacker(model: str):
     return lambda out, _ctx: _tensors.unpack(out, model)
 
 
+_RAN_ON = {1: "cpu", 2: "cuda"}
+
+
 def default_socket_path() -> str:
     """$PAAM_SOCKET, else $XDG_RUNTIME_DIR/paam/paamd.sock, else /tmp/paam-<uid>/paamd.sock."""
     return _core.default_socket_path()
@@ -238,6 +241,10 @@ class Future:
         self._value: Any = None
         self._error: BaseException | None = None
         self._collected = False
+        #: where the request ran, once collected: "cpu", "cuda" or None (as Client.ran_on)
+        self.ran_on: str | None = None
+        #: True once collected if paamd's fallback ran the kernel's CPU version (Client.fallback)
+        self.fallback = False
 
     def done(self) -> bool:
         """True when the request has completed (result() would not block)."""
@@ -264,6 +271,8 @@ class Future:
                         raise  # this wait's timeout: the request is still outstanding
                     self._error = exc
                 self._collected = True
+                device, self.fallback = self._client._native.ran_on(self._index)
+                self.ran_on = _RAN_ON.get(device)
         if self._error is not None:
             raise self._error
         return self._value
@@ -296,6 +305,12 @@ class Client:
         publishes (a model with an unbounded dimension needs its sizes). With models and no
         ``kernels``, the client declares only the models.
 
+    :param deadline_ms: the relative deadline of this callback's requests (0: the timing
+        model's chain deadline, else none). ``paamd --queue edf`` runs the requests of a bucket
+        by absolute deadline, the request's release (:attr:`release_ns`, else its submission)
+        plus this; ``paamd --fallback cpu-on-overload`` runs a kernel's CPU version when the
+        bucket's queue would make the request miss it (:meth:`ran_on` says where it ran).
+
     Time limits: ``timeout_sec`` of a request is also its time limit on the server. A request
     not finished that long after it was submitted, queued or running, is cancelled: a long
     built-in kernel (``spin``, ``matmul``) stops at its next slice, a kernel that cannot be
@@ -312,7 +327,8 @@ class Client:
                  unit: int = -1, plugins: Sequence[str] = (), hybrid_spin_us: float = 20.0,
                  connect_timeout_sec: float = 5.0,
                  device_buffers: Mapping[str, DeviceBuffers | tuple] | None = None,
-                 models: Iterable[str] | Mapping[str, tuple[int, int] | None] = ()):
+                 models: Iterable[str] | Mapping[str, tuple[int, int] | None] = (),
+                 deadline_ms: float = 0.0):
         if kernels is None:
             kernels = () if models else ("spin",)
         self._decls = _declarations(kernels)
@@ -325,10 +341,11 @@ class Client:
             os.fspath(socket) if socket is not None else "", name or f"pid{os.getpid()}", int(priority),
             self._decls, wait, asdict(timing) if timing is not None else None, int(unit), bool(direct),
             direct_backend, int(device_cpu), list(plugins), int(hybrid_spin_us * 1000),
-            int(connect_timeout_sec * 1000), device)
+            int(connect_timeout_sec * 1000), device, float(deadline_ms))
         self._index = {name: i for i, (name, _, _) in enumerate(self._decls)}
         self._device_sizes = {d[0]: d[3] for d in device}
         self._wait = wait
+        self._release_ns = 0
         self._last_index: int | None = None
         self._gate = _Gate()
         # Kernels whose synchronous request timed out on this side: the request stays outstanding
@@ -445,6 +462,34 @@ class Client:
         """Stage timestamps (CLOCK_MONOTONIC ns) of the last completed request of ``kernel``:
         submitted, dequeued, picked, device_start, device_end, completed, woken."""
         return self._native.timestamps(self._lookup(kernel)[0])
+
+    def ran_on(self, kernel: str) -> str | None:
+        """Where the last completed request of ``kernel`` ran: ``"cpu"`` or ``"cuda"``, or None
+        when it did not run (refused, or cancelled while queued) or none has completed."""
+        device, _ = self._native.ran_on(self._lookup(kernel)[0])
+        return _RAN_ON.get(device)
+
+    def fallback(self, kernel: str) -> bool:
+        """True when paamd's fallback policy (``paamd --fallback cpu-on-overload``) ran the last
+        completed request of ``kernel`` on the kernel's CPU version instead of its bucket's
+        device (then :meth:`ran_on` is ``"cpu"``)."""
+        return self._native.ran_on(self._lookup(kernel)[0])[1]
+
+    @property
+    def release_ns(self) -> int:
+        """The release time (``time.monotonic_ns()``) of the job that the next requests belong
+        to, e.g. the timer expiry that started this chain instance; 0 (the default): each
+        request's own submission. With a relative deadline (``deadline_ms``) it sets their
+        absolute deadline under ``paamd --queue edf``."""
+        return self._release_ns
+
+    @release_ns.setter
+    def release_ns(self, value: int) -> None:
+        value = int(value)
+        if value < 0:
+            raise InvalidArgument(f"release_ns must be 0 or a time.monotonic_ns() value, got {value}")
+        self._native.set_release(value)
+        self._release_ns = value
 
     @property
     def last_timestamps(self) -> dict[str, int]:

@@ -75,8 +75,9 @@ class PyClient {
            const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& kernels, const std::string& wait,
            std::optional<nb::dict> timing, int unit, bool direct, const std::string& direct_backend,
            int direct_device_cpu, const std::vector<std::string>& plugins, uint64_t hybrid_spin_ns,
-           int connect_timeout_ms, const std::vector<DeviceDecl>& device) {
+           int connect_timeout_ms, const std::vector<DeviceDecl>& device, double deadline_ms) {
     paam::ClientOptions o;
+    o.deadline_ms = deadline_ms;
     o.socket_path = socket_path;
     o.name = name;
     o.priority = priority;
@@ -188,10 +189,10 @@ void BindClient(nb::module_& m) {
       .def(nb::init<const std::string&, const std::string&, uint32_t,
                     const std::vector<std::tuple<std::string, uint64_t, uint64_t>>&, const std::string&,
                     std::optional<nb::dict>, int, bool, const std::string&, int, const std::vector<std::string>&,
-                    uint64_t, int, const std::vector<DeviceDecl>&>(),
+                    uint64_t, int, const std::vector<DeviceDecl>&, double>(),
            "socket_path"_a, "name"_a, "priority"_a, "kernels"_a, "wait"_a, "timing"_a.none(), "unit"_a,
            "direct"_a, "direct_backend"_a, "direct_device_cpu"_a, "plugins"_a, "hybrid_spin_ns"_a,
-           "connect_timeout_ms"_a, "device"_a = std::vector<DeviceDecl>{})
+           "connect_timeout_ms"_a, "device"_a = std::vector<DeviceDecl>{}, "deadline_ms"_a = 0.0)
       .def("close", &PyClient::close)
       .def_prop_ro("closed", &PyClient::closed)
       .def("kernel_index", [](PyClient& c, const std::string& name) { return c.get().KernelIndex(name); })
@@ -292,6 +293,14 @@ void BindClient(nb::module_& m) {
              d["woken"] = t.woken;
              return d;
            })
+      // Where the last completed request of k ran: (0 nowhere | 1 cpu | 2 cuda, ran the CPU
+      // version on paamd's fallback).
+      .def("ran_on",
+           [](PyClient& c, int k) {
+             paam::RequestTimestamps t = c.get().Timestamps(k);
+             return std::make_pair(static_cast<int>(t.ran_on), t.fallback);
+           })
+      .def("set_release", [](PyClient& c, uint64_t release_ns) { c.get().SetRelease(release_ns); })
       .def_prop_ro("priority", [](PyClient& c) { return c.get().priority(); })
       .def_prop_ro("bucket", [](PyClient& c) { return c.get().bucket(); })
       .def_prop_ro("buckets", [](PyClient& c) { return c.get().buckets(); })

@@ -367,6 +367,22 @@ def test_analyze_exit_status_and_json(tmp_path, capsys):
     assert "chain 'x'" in capsys.readouterr().err
 
 
+def test_analyze_with_edf_inside_a_bucket_gives_no_bound_and_exit_3(tmp_path, capsys):
+    assert run_cli("analyze", "--queue", "edf", str(small(tmp_path))) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("2 chain(s): ")
+    assert "gives no bound for EDF inside a bucket" in out and "bound" not in out.split("\n")[0]
+    assert run_cli("analyze", "--queue", "edf", "--json", str(small(tmp_path))) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["covered"] is False and data["schedulable"] is None and data["queue"] == "edf"
+    assert "wcrt" not in json.dumps(data)
+    # the file is still checked: bad input stays exit 2
+    bad = write(tmp_path, "chains: [{name: x, priority: 1, period: -5, callbacks: []}]\n", "bad.yaml")
+    assert run_cli("analyze", "--queue", "edf", str(bad)) == 2
+    assert "chain 'x'" in capsys.readouterr().err
+    assert run_cli("analyze", "--queue", "fifo", str(small(tmp_path))) == 0
+
+
 def test_case_study_is_reported_unschedulable_with_exit_1(case_study, capsys):
     assert run_cli("analyze", str(case_study)) == 1
     assert "chain 'chain3' misses its deadline 220.000 ms" in capsys.readouterr().out

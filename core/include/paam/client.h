@@ -56,6 +56,11 @@ struct ClientOptions {
   // kCancelled. The server's own cap (paamd --max-request-ms) applies whatever this says.
   // Server mode only: direct mode runs each kernel to its end.
   uint64_t request_time_limit_ns = 0;
+  // The relative deadline of this callback's requests in ms (0: the timing model's chain
+  // deadline, else none). paamd --queue edf runs a bucket's requests by absolute deadline: the
+  // request's release (SetRelease, else its submission) plus this; paamd --fallback compares it
+  // with the bucket's queue. Fixed at registration; server mode only.
+  double deadline_ms = 0;
   // Server uids to trust besides this process's effective uid and root (more may come from
   // $PAAM_TRUSTED_SERVER_UIDS, "uid,uid"). Before sending anything, Connect checks the server's
   // uid (SO_PEERCRED) and refuses any other with kPermissionDenied.
@@ -72,10 +77,18 @@ struct ClientOptions {
   uint64_t liveness_check_ns = 20'000'000; // while waiting, check the server this often
 };
 
-// Stage timestamps of the last completed request of a kernel, CLOCK_MONOTONIC ns.
+// Where a request's kernel ran: nowhere (refused, or cancelled before it ran), or on the
+// device of that kind.
+enum class RanOn : uint8_t { kNowhere = 0, kCpu = 1, kCuda = 2 };
+
+// Stage timestamps of the last completed request of a kernel, CLOCK_MONOTONIC ns, and where it
+// ran: `fallback` is true when paamd's fallback policy (paamd --fallback) ran the kernel's CPU
+// version instead of its bucket's device.
 struct RequestTimestamps {
   uint64_t submitted = 0, dequeued = 0, picked = 0, device_start = 0, device_end = 0, completed = 0,
            woken = 0;
+  RanOn ran_on = RanOn::kNowhere;
+  bool fallback = false;
 };
 
 class Client {
@@ -148,6 +161,11 @@ class Client {
   // True when a request of k was submitted and not yet collected by Wait.
   bool Outstanding(int k) const;
   RequestTimestamps Timestamps(int k) const;
+  // The release time of the job that this client's next requests belong to (CLOCK_MONOTONIC
+  // ns, e.g. the timer expiry that started the chain instance; 0, the default: each request's
+  // own submission). With a relative deadline (deadline_ms) it gives their absolute deadline
+  // under paamd --queue edf. Safe from any thread; applies to requests submitted after it.
+  void SetRelease(uint64_t release_ns);
 
   // Models (paam/tensor.h, docs/models.md). Infer writes `inputs` into the model's region
   // behind a tensor table, runs the model and fills `outputs` from the table the model wrote:

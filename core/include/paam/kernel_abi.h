@@ -111,6 +111,16 @@ typedef struct paam_kernel_v2 {
   int (*plan)(void* state, const paam_plan_args* args, uint64_t* output_bytes, char* err, size_t err_len);
   int (*run_cpu)(void* state, const paam_kernel_args* args, char* err, size_t err_len);
   int (*run_cuda)(void* state, const paam_kernel_args* args, char* err, size_t err_len);
+  /* Appended; NULL in a kernel that does not opt in. Preemption in slices (paamd
+   * --gpu-preempt, docs/gpu.md): a request of a lower bucket runs as cuda_slices(state, args)
+   * slices, each enqueued on args->stream by run_cuda_slice(state, args, begin, end, ...) for
+   * slices [begin, end), in order; between two slices the worker waits while a more urgent
+   * bucket of the GPU has work. Each slice should take at most the server's slice length
+   * (--gpu-slice-us), which bounds what the kernel delays more urgent work by. run_cuda must
+   * still do the whole work in one call (the top bucket, and paamd without --gpu-preempt). */
+  uint64_t (*cuda_slices)(void* state, const paam_kernel_args* args);
+  int (*run_cuda_slice)(void* state, const paam_kernel_args* args, uint64_t begin, uint64_t end, char* err,
+                        size_t err_len);
 } paam_kernel_v2;
 
 typedef struct paam_plugin_v2 {

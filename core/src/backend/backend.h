@@ -113,6 +113,13 @@ class Backend {
     (void)unit, (void)level, (void)lane;
     return nullptr;
   }
+  // True once `unit` has failed in a way that leaves it unusable for this process (the CUDA
+  // backend: a sticky CUDA error, after which every call on the context fails). The server's
+  // fallback policy then runs the kernels' CPU versions. Safe from any thread.
+  virtual bool Lost(int unit) const {
+    (void)unit;
+    return false;
+  }
   // Called after a cancel word was raised, so that a kernel parked at a preemption point
   // behind more urgent work (the CPU backend) looks at its word now.
   virtual void CancelRaised() {}
@@ -151,8 +158,22 @@ struct BackendOptions {
   // CUDA backend: the most urgent N levels spin on their completion word where cuda_wait is
   // nap (the server's spin_buckets; other waits are kept as they are).
   int spin_levels = 0;
+  // CUDA backend: preemption of the lower levels in slices (paamd --gpu-preempt; docs/gpu.md,
+  // "Preemption in slices"). While a more urgent level of the GPU has work, running or queued,
+  // a lower level's built-in kernels stop taking work and later resume where they stopped, its
+  // plugin kernels with CUDA slices wait between slices, and its other kernels wait before they
+  // start. gpu_slice_us: the longest a built-in kernel's unit of work takes (1..10000).
+  bool gpu_preempt = false;
+  int gpu_slice_us = 20;
   bool direct = false;         // true inside a client's direct mode (no server)
 };
+
+// The device-level preemption cost kappa (ms) that preemption in slices of `slice_us` bounds:
+// a more urgent kernel waits for the slices already running, plus the time for the lower
+// kernels to see the urgent word and leave the GPU (kSliceLaunchUs, measured on an H100 by
+// `paam bench gpu-preempt`: docs/gpu.md). The analysis takes it as kappa under --gpu-preempt.
+inline constexpr double kSliceLaunchUs = 10.0;
+inline double SlicedPreemptionMs(int slice_us) { return (slice_us + kSliceLaunchUs) / 1000.0; }
 
 // The lanes of each of `levels` levels: options.lanes[level] where given and above 0, else
 // `best_effort` (at least 1) for the lowest of several levels and 1 for the others.

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +60,7 @@ class Client::Impl {
   std::vector<RegionView> regions;
   wire::RegisterReply reply;
   bool closed = false;
+  std::atomic<uint64_t> release_ns{0};  // SetRelease; 0: each request's submission
   // direct mode
   KernelRegistry registry;
   std::unique_ptr<Backend> backend;
@@ -98,6 +100,7 @@ Status Client::Impl::ConnectServer() {
   req.client_name = options.name;
   req.kernels = options.kernels;
   req.timing = options.timing;
+  req.deadline_ms = options.deadline_ms;
   // The server may answer and close before it reads this registration (a connection shed at
   // its descriptor limit or after its registration timeout, a peer its policy refuses): then
   // the send fails, or the first read reports the reset, while its answer is still queued in
@@ -241,8 +244,12 @@ Status Client::Impl::Finish(RegionView& r, uint64_t* output_bytes) {
   shm::RegionHeader* h = r.header;
   const uint64_t out = h->output_bytes;
   const auto code = static_cast<Errc>(h->status);
+  const uint32_t ran_on = h->ran_on;
   r.ts = RequestTimestamps{h->ts.submitted, h->ts.dequeued, h->ts.picked, h->ts.device_start,
                            h->ts.device_end, h->ts.completed, woken};
+  const uint32_t device = ran_on & shm::kRanDeviceMask;
+  r.ts.ran_on = device == shm::kRanOnCpu ? RanOn::kCpu : device == shm::kRanOnCuda ? RanOn::kCuda : RanOn::kNowhere;
+  r.ts.fallback = r.ts.ran_on != RanOn::kNowhere && (ran_on & shm::kRanFallback) != 0;
   if (h->sequence != r.sequence) {
     return Status(Errc::kProtocolError, "completion for request " + std::to_string(h->sequence) +
                                             " while waiting for " + std::to_string(r.sequence));
@@ -414,6 +421,7 @@ Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t para
     }
     const uint64_t end = NowNs();
     r.ts = RequestTimestamps{now, now, now, t.start_ns, t.end_ns, end, end};
+    if (r.direct_status.ok() || t.start_ns != 0) r.ts.ran_on = backend->name() == "cuda" ? RanOn::kCuda : RanOn::kCpu;
     return Status::Ok();
   }
 
@@ -425,6 +433,7 @@ Status Client::Impl::SubmitImpl(int k, uint64_t input_bytes, const uint64_t para
   std::memcpy(d.params, params, sizeof(d.params));
   d.submit_ns = now;
   d.time_limit_ns = time_limit_ns;
+  d.release_ns = release_ns.load(std::memory_order_relaxed);
   r.header->state.store(shm::kPending, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(ring_mu);
@@ -509,6 +518,8 @@ RequestTimestamps Client::Timestamps(int k) const {
   if (!impl_->CheckIndex(k).ok()) return {};
   return impl_->regions[static_cast<size_t>(k)].ts;
 }
+
+void Client::SetRelease(uint64_t release_ns) { impl_->release_ns.store(release_ns, std::memory_order_relaxed); }
 
 uint32_t Client::priority() const { return impl_->options.priority; }
 int Client::bucket() const { return static_cast<int>(impl_->reply.bucket); }

@@ -44,6 +44,18 @@ int KernelEntry::RunCuda(const paam_kernel_args* args, char* err, size_t err_len
   return rc;
 }
 
+uint64_t KernelEntry::CudaSlices(const paam_kernel_args* args) const {
+  return HasCudaSlices() ? cuda_slices_v2(state, args) : 0;
+}
+
+int KernelEntry::RunCudaSlice(const paam_kernel_args* args, uint64_t begin, uint64_t end, char* err,
+                              size_t err_len) const {
+  err[0] = '\0';
+  const int rc = HasCudaSlices() ? run_cuda_slice_v2(state, args, begin, end, err, err_len) : PAAM_KERNEL_EFAILED;
+  err[err_len - 1] = '\0';
+  return rc;
+}
+
 Status KernelEntry::Plan(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_bytes, uint64_t* output_bytes,
                          const void* host_input, uint64_t output_capacity) const {
   char err[160];
@@ -116,6 +128,13 @@ Status KernelRegistry::Add(const paam_kernel_v2& kernel) {
   e->plan_v2 = kernel.plan;
   e->run_cpu_v2 = kernel.run_cpu;
   e->run_cuda_v2 = kernel.run_cuda;
+  if ((kernel.cuda_slices == nullptr) != (kernel.run_cuda_slice == nullptr) ||
+      (kernel.cuda_slices != nullptr && kernel.run_cuda == nullptr)) {
+    return Status(Errc::kInvalidArgument, "kernel '" + name + "': cuda_slices and run_cuda_slice go together, "
+                                          "and with run_cuda");
+  }
+  e->cuda_slices_v2 = kernel.cuda_slices;
+  e->run_cuda_slice_v2 = kernel.run_cuda_slice;
   entries_.push_back(std::move(e));
   return Status::Ok();
 }

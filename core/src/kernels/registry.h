@@ -29,6 +29,8 @@ struct KernelEntry {
   decltype(paam_kernel_v2::plan) plan_v2 = nullptr;
   decltype(paam_kernel_v2::run_cpu) run_cpu_v2 = nullptr;
   decltype(paam_kernel_v2::run_cuda) run_cuda_v2 = nullptr;
+  decltype(paam_kernel_v2::cuda_slices) cuda_slices_v2 = nullptr;        // preemption in slices
+  decltype(paam_kernel_v2::run_cuda_slice) run_cuda_slice_v2 = nullptr;
   std::string tensor_signature;  // JSON; empty: none (every version 1 kernel)
 
   bool HasCpu() const { return run_cpu != nullptr || run_cpu_v2 != nullptr; }
@@ -42,6 +44,11 @@ struct KernelEntry {
   // a message in err, possibly empty (a version 1 kernel says nothing).
   int RunCpu(const paam_kernel_args* args, char* err, size_t err_len) const;
   int RunCuda(const paam_kernel_args* args, char* err, size_t err_len) const;
+  // A version 2 kernel's CUDA slices (kernel_abi.h): how many a request has (0: it has none),
+  // and enqueue slices [begin, end).
+  bool HasCudaSlices() const { return cuda_slices_v2 != nullptr && run_cuda_slice_v2 != nullptr; }
+  uint64_t CudaSlices(const paam_kernel_args* args) const;
+  int RunCudaSlice(const paam_kernel_args* args, uint64_t begin, uint64_t end, char* err, size_t err_len) const;
 
   // Calls plan() and turns its error into a Status (kInvalidArgument with the kernel's message).
   Status Plan(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_bytes, uint64_t* output_bytes,

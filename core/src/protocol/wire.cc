@@ -116,6 +116,7 @@ std::vector<uint8_t> Encode(const RegisterRequest& m) {
     w.Put<uint8_t>(static_cast<uint8_t>(t.executor_wait));
     w.Put<uint8_t>(t.best_effort ? 1 : 0);
   }
+  w.Put<double>(m.deadline_ms);
   return w.Take();
 }
 
@@ -236,6 +237,7 @@ Result<RegisterRequest> DecodeRegisterRequest(const uint8_t* data, size_t size) 
     t.best_effort = be != 0;
     m.timing = std::move(t);
   }
+  r.Get(&m.deadline_ms);
   if (!r.ok() || !r.at_end()) return Malformed("registration");
   return m;
 }

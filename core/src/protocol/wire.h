@@ -71,6 +71,9 @@ struct RegisterRequest {
   std::string client_name;
   std::vector<KernelDecl> kernels;
   std::optional<TimingModel> timing;
+  // The relative deadline of the callback's requests in ms (ClientOptions::deadline_ms; 0:
+  // the timing model's chain deadline, if any). The server checks the value (RelativeDeadlineNs).
+  double deadline_ms = 0;
 };
 
 struct RegionInfo {

@@ -41,6 +41,7 @@ RegisterRequest Sample() {
   t.period_ms = 10;
   t.segments_ms = {1.5};
   m.timing = t;
+  m.deadline_ms = 12.5;
   return m;
 }
 
@@ -71,6 +72,7 @@ TEST(Wire, RegisterRequestRoundTripKeepsDeviceBuffersPerKernel) {
   EXPECT_EQ(d->unit, 1);
   ASSERT_TRUE(d->timing.has_value());
   EXPECT_EQ(d->timing->segments_ms, std::vector<double>{1.5});
+  EXPECT_EQ(d->deadline_ms, 12.5);
   EXPECT_EQ(Encode(d.value()), bytes) << "re-encoding gives the same bytes";
 }
 
@@ -91,10 +93,12 @@ TEST(Wire, DeviceBuffersFlagOtherThanZeroOrOneIsMalformed) {
   m.version = shm::kProtocolVersion;
   m.kernels.push_back({"spin", 0, 8, std::nullopt});
   std::vector<uint8_t> bytes = Encode(m);
-  // Layout of the tail: ... name, u64 max_in, u64 max_out, u8 has_device(=0), u8 has_timing(=0).
-  ASSERT_GE(bytes.size(), 2u);
-  ASSERT_EQ(bytes[bytes.size() - 2], 0);
-  bytes[bytes.size() - 2] = 2;
+  // Layout of the tail: ... name, u64 max_in, u64 max_out, u8 has_device(=0), u8 has_timing(=0),
+  // f64 deadline_ms.
+  const size_t has_device = bytes.size() - 2 - sizeof(double);
+  ASSERT_GE(bytes.size(), 2u + sizeof(double));
+  ASSERT_EQ(bytes[has_device], 0);
+  bytes[has_device] = 2;
   auto d = DecodeRegisterRequest(bytes.data(), bytes.size());
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), Errc::kProtocolError);

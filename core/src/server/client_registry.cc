@@ -188,6 +188,20 @@ void Server::Impl::Register(int epfd, Session* s, const std::vector<uint8_t>& by
       }
     }
   }
+  // The relative deadline of its requests (--queue edf, the fallback): its own, else its
+  // timing model's chain deadline (the period where that is 0). At most a day, as the time
+  // limits; a timing model's nonsense is the analysis' to refuse, and here means none.
+  constexpr double kMaxDeadlineMs = 86'400'000;
+  if (!(req.deadline_ms >= 0 && req.deadline_ms <= kMaxDeadlineMs)) {
+    return refuse(Errc::kInvalidArgument, "deadline_ms must be 0 (none) to 86400000 (a day), got " +
+                                              std::to_string(req.deadline_ms));
+  }
+  double relative_ms = req.deadline_ms;
+  if (relative_ms == 0 && req.timing && !req.timing->best_effort) {
+    relative_ms = req.timing->deadline_ms > 0 ? req.timing->deadline_ms : req.timing->period_ms;
+    if (!(relative_ms > 0 && relative_ms <= kMaxDeadlineMs)) relative_ms = 0;
+  }
+  s->relative_deadline_ns = static_cast<uint64_t>(relative_ms * 1e6);
   // What the registration opens at once: the wake eventfd and its duplicate, the doorbell's
   // duplicate, the channel and one memfd per region (all but the eventfd closed once the
   // reply is sent), and one to spare.

@@ -75,4 +75,20 @@ inline uint64_t RequestDeadline(const shm::RequestDescriptor& d, uint64_t now, u
   return start > UINT64_MAX - limit ? UINT64_MAX : start + limit;
 }
 
+// The absolute deadline of request `d` for --queue edf and the fallback policy (CLOCK_MONOTONIC
+// ns; UINT64_MAX: none), dequeued at `now` by a registration whose relative deadline is
+// `relative_ns` (0: none): its release (the client's release_ns, else its submit_ns) plus
+// relative_ns. Both times are the client's word, so the release counts no later than `now` and
+// no earlier than one relative deadline before it: the deadline lies in [now, now + relative_ns].
+// A client can thus claim no deadline before its own dequeue, and the bucket it was given at
+// registration still bounds whom it can pass.
+inline uint64_t RequestDue(const shm::RequestDescriptor& d, uint64_t now, uint64_t relative_ns) {
+  if (relative_ns == 0) return UINT64_MAX;
+  uint64_t release = d.release_ns != 0 ? d.release_ns : d.submit_ns;
+  if (release > now) release = now;
+  const uint64_t earliest = now > relative_ns ? now - relative_ns : 0;
+  if (release < earliest) release = earliest;
+  return release > UINT64_MAX - relative_ns ? UINT64_MAX - 1 : release + relative_ns;
+}
+
 }  // namespace paam

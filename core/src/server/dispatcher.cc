@@ -1,6 +1,7 @@
 // server/dispatcher.cc — the dispatcher (hot path): copies request descriptors out of every
 // registered client's ring, checks them against the server's private record of the
-// registration, and queues them in their bucket by chain priority. A request it refuses is
+// registration, and queues them in their bucket (by chain priority, or by deadline under
+// --queue edf), or on the CPU fallback where its policy says so. A request it refuses is
 // completed at once with the reason. It sleeps on its epoll set (every client's wake eventfd)
 // only after the busy-poll window, and never while spin buckets are configured.
 #include <pthread.h>
@@ -123,9 +124,12 @@ bool Server::Impl::DrainSession(Session* s) {
       e.device_data = (d.flags & shm::kFlagDeviceData) != 0;  // CheckDescriptor allowed it
       e.time_limit_ns = d.time_limit_ns;
       e.deadline_ns = RequestDeadline(d, now, s->request_limit_ns);
+      e.due_ns = RequestDue(d, now, s->relative_deadline_ns);
       r->in_flight.store(true, std::memory_order_relaxed);
       s->in_flight.fetch_add(1, std::memory_order_relaxed);
-      if (queue.TryPush(e)) continue;
+      // The fallback policy may send it to the CPU instead (fallback_worker.cc).
+      BucketQueue& target = fallback_queue_ != nullptr ? Route(&e, queue, s->unit, bucket) : queue;
+      if (target.TryPush(e)) continue;
       r->in_flight.store(false, std::memory_order_relaxed);
       s->in_flight.fetch_sub(1, std::memory_order_relaxed);
       code = Errc::kResourceExhausted;

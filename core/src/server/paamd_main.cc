@@ -167,6 +167,18 @@ void AddOptions(CLI::App& app, MainOptions* m) {
          if (!wait.ok()) Bad("--cuda-wait: " + wait.status().message());
          o.backend.cuda_wait = v;
        });
+  app.add_flag("--gpu-preempt", o.backend.gpu_preempt,
+               "cuda backend: preempt the lower buckets in slices: while a more\n"
+               "urgent bucket of the GPU has work, their built-in kernels pause at\n"
+               "their next slice and resume where they stopped, plugin kernels with\n"
+               "CUDA slices wait between slices, and other kernels wait before they\n"
+               "start; unless --preemption-ms is given, the analysis' kappa is the\n"
+               "slice plus its launch (docs/gpu.md)");
+  Int(app, "--gpu-slice-us", "--gpu-preempt: the longest slice of a built-in kernel, us (default: 20)",
+      [&o](long n) {
+        if (n < 1 || n > 10'000) Bad("--gpu-slice-us must be 1..10000, got " + std::to_string(n));
+        o.backend.gpu_slice_us = static_cast<int>(n);
+      });
   app.add_flag("--rt", o.backend.realtime,
                "cpu backend: SCHED_FIFO per bucket when permitted (else nice ladder);\n"
                "any backend: the dispatcher runs above the top bucket (else nice -20)");
@@ -259,6 +271,25 @@ void AddOptions(CLI::App& app, MainOptions* m) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--admission", o.admission, "admission control (default: none = admit all, and say so)")
       ->type_name("none|analysis");
+  Text(app, "--queue", "fifo|edf",
+       "order of the requests inside a bucket: fifo (default), by chain\n"
+       "priority and FIFO among equals, which the analysis covers; edf, by\n"
+       "absolute deadline (release + the registration's relative deadline),\n"
+       "FIFO among equals; the analysis does not cover edf (no --admission\n"
+       "analysis with it)",
+       [&o](const std::string& v) {
+         if (v != "fifo" && v != "edf") Bad("--queue must be fifo or edf, got '" + v + "'");
+         o.queue = v;
+       });
+  Text(app, "--fallback", "off|cpu-on-overload",
+       "multi-version kernels: cpu-on-overload runs a kernel's CPU version on a\n"
+       "fallback thread when its bucket's queue would make the request miss\n"
+       "its deadline and the CPU version's recent time meets it, or when the\n"
+       "GPU is lost; each completion says where it ran (default: off)",
+       [&o](const std::string& v) {
+         if (v != "off" && v != "cpu-on-overload") Bad("--fallback must be off or cpu-on-overload, got '" + v + "'");
+         o.fallback = v;
+       });
   Ms(app, "--overhead-ms", "epsilon for the analysis (default: 0.05)", &o.accel.overhead_ms);
   Ms(app, "--preemption-ms", "kappa for the analysis (default: 0)", &o.accel.preemption_ms);
   Ms(app, "--comm-cost-ms",
@@ -301,6 +332,15 @@ void AddOptions(CLI::App& app, MainOptions* m) {
 
 // The rules across options.
 void CheckCombination(const paam::ServerOptions& o) {
+  if (o.queue == "edf" && o.admission == "analysis") {
+    Bad("--queue edf cannot be combined with --admission analysis: the response-time analysis covers requests "
+        "served by chain priority inside a bucket (--queue fifo), not EDF, and gives no bound there; use "
+        "--admission none with --queue edf, or --queue fifo (docs/analysis.md)");
+  }
+  if (o.backend.gpu_preempt && o.backend.kind != "cuda") {
+    Bad("--gpu-preempt is for the cuda backend (the cpu backend preempts at its kernels' preemption points "
+        "anyway); backend is '" + o.backend.kind + "'");
+  }
   if (o.backend.fair_levels < 0) return;
   if (o.backend.kind != "cpu") {
     Bad("--fair-buckets is for the cpu backend (its bucket workers' OS priorities); backend is '" + o.backend.kind +
@@ -333,6 +373,9 @@ int main(int argc, char** argv) {
     o.configured_plugins.push_back({*plugin, paam::ModelPluginConfig(m.models, o.backend)});
   }
   int dispatcher_priority = m.dispatcher_priority;
+  if (o.backend.gpu_preempt && app.count("--preemption-ms") == 0) {
+    o.accel.preemption_ms = paam::SlicedPreemptionMs(o.backend.gpu_slice_us);  // what the slices bound
+  }
 
   if (o.backend.fair_levels >= 0 && !o.backend.realtime) {
     paam::Log("note: --fair-buckets has no effect without --rt (every bucket is on the nice ladder)");
@@ -369,10 +412,17 @@ int main(int argc, char** argv) {
       o.spin_buckets > 0 ? ", spin buckets " + std::to_string(o.spin_buckets) : std::string();
   std::string access = "uid " + std::to_string(geteuid());
   for (const auto& r : o.access.rules) access += ", " + r.label;
-  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s, poll %s%s%s, access %s (pid %d)",
+  std::string order;  // the non-default queue order and fallback
+  if (o.queue != "fifo") order += ", queue " + o.queue;
+  if (o.fallback != "off") order += ", fallback " + o.fallback;
+  if (o.backend.gpu_preempt) {
+    order += ", gpu preemption in " + std::to_string(o.backend.gpu_slice_us) + " us slices (kappa " +
+             std::to_string(o.accel.preemption_ms).substr(0, 5) + " ms)";
+  }
+  paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s%s, poll %s%s%s, access %s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),
-            lanes.c_str(), o.admission.c_str(), poll.c_str(), spin.c_str(), pinned.c_str(), access.c_str(),
-            static_cast<int>(getpid()));
+            lanes.c_str(), o.admission.c_str(), order.c_str(), poll.c_str(), spin.c_str(), pinned.c_str(),
+            access.c_str(), static_cast<int>(getpid()));
   std::fflush(stderr);
 
   int sig = 0;

@@ -71,6 +71,20 @@ Status Server::Impl::Init() {
   } else {
     return Status(Errc::kInvalidArgument, "admission must be 'none' or 'analysis', got '" + options_.admission + "'");
   }
+  if (options_.queue == "edf") {
+    queue_order_ = QueueOrder::kEdf;
+  } else if (options_.queue != "fifo") {
+    return Status(Errc::kInvalidArgument, "queue must be 'fifo' or 'edf', got '" + options_.queue + "'");
+  }
+  // The analysis bounds a bucket's requests served by chain priority; it says nothing of EDF
+  // inside a bucket (docs/analysis.md), so no registration may be admitted on its word.
+  if (queue_order_ == QueueOrder::kEdf && options_.admission == "analysis") {
+    return Status(Errc::kInvalidArgument,
+                  "queue 'edf' cannot be combined with admission 'analysis': the response-time analysis covers "
+                  "requests served by chain priority inside a bucket (queue 'fifo'), not EDF, and gives no bound "
+                  "there; use admission 'none' with queue 'edf', or queue 'fifo'");
+  }
+  device_ran_on_ = backend_->name() == "cuda" ? shm::kRanOnCuda : shm::kRanOnCpu;
 
   // The doorbell is shared by every client, so none may write it: map it here, then seal it
   // against all future writes (clients get it read-only; mmap/mprotect PROT_WRITE fail).
@@ -97,8 +111,9 @@ Status Server::Impl::Init() {
   }
 
   for (int i = 0; i < units_ * buckets_; ++i) {
-    queues_.push_back(std::make_unique<BucketQueue>(options_.queue_capacity));
+    queues_.push_back(std::make_unique<BucketQueue>(options_.queue_capacity, queue_order_));
   }
+  if (Status s = InitFallback(); !s.ok()) return s;  // fallback_worker.cc
   backend_->SetQueueDepth([this](int unit, int level) -> uint32_t {
     if (unit < 0 || unit >= units_ || level < 0 || level >= buckets_) return 0;
     return queues_[static_cast<size_t>(unit) * static_cast<size_t>(buckets_) + static_cast<size_t>(level)]->Pending();
@@ -119,6 +134,7 @@ Status Server::Impl::Init() {
   live_.Init(units_, lanes);
   start_ns_ = NowNs();
   const std::string placement = StartWorkers(pin_workers);  // ", w0.0.0 5, w0.1.0 6"
+  StartFallbackWorker(reserved);
   if (options_.spin_buckets > 0 && options_.poll_ns != ServerOptions::kPollAlways) {
     AddNote("the dispatcher and the workers of bucket(s) 0.." + std::to_string(options_.spin_buckets - 1) +
             " never sleep (spin buckets " + std::to_string(options_.spin_buckets) + ")");
@@ -169,6 +185,7 @@ void Server::Impl::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
+  if (fallback_thread_.joinable()) fallback_thread_.join();
   // Nothing runs any more: give every region back to the backend (pinned memory, device
   // buffers, IPC handles), then unmap. Clients see their sockets hang up.
   for (auto& [fd, s] : sessions_) {
@@ -232,6 +249,7 @@ ServerStats Server::Stats() const {
   s.clients_reaped = impl_->reaped_.load();
   s.active_clients = impl_->active_.load();
   s.connections_dropped = impl_->dropped_.load();
+  s.requests_fallback = impl_->fallback_runs_.load();
   return s;
 }
 

@@ -55,6 +55,17 @@ struct ServerOptions {
   std::string admission = "none";
   // Accelerator parameters for the analysis (epsilon, kappa in ms).
   AcceleratorParams accel;
+  // The order of the requests inside a bucket (bucket_queue.h): "fifo" (the default) by chain
+  // priority, FIFO among equal priorities, which is what the analysis covers; "edf" by absolute
+  // deadline (the request's release plus its registration's relative deadline: the timing
+  // model's chain deadline or ClientOptions::deadline_ms), FIFO among equal deadlines. The
+  // analysis does not cover "edf": Start refuses it with admission "analysis".
+  std::string queue = "fifo";
+  // Multi-version kernels (fallback.h): "off" (the default) or "cpu-on-overload": a request of a
+  // kernel that has a CPU version runs that version, on a fallback worker off the device, when
+  // its bucket's queue would make it miss its deadline and the CPU version's recent time meets
+  // it, or when the device is lost; the completion says where it ran (shm ran_on).
+  std::string fallback = "off";
   // Largest input or output area one region may declare. Default 256 MiB.
   uint64_t max_region_bytes = 256ull << 20;
   // Most concurrent registrations (a registration beyond it is refused, resource_exhausted),
@@ -122,6 +133,7 @@ struct ServerStats {
   // Connections closed before they registered: registration timeout, shed for newer ones
   // (too many unregistered, or out of file descriptors), or refused at the descriptor limit.
   uint64_t connections_dropped = 0;
+  uint64_t requests_fallback = 0;     // run on the CPU fallback (ServerOptions::fallback)
 };
 
 class Server {

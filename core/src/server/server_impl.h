@@ -9,6 +9,7 @@
 //   monitor.cc          the runtime monitor: reaps dead or departed clients, frees their memory
 //   dispatcher.cc       hot path: copies descriptors out of the rings into the bucket queues
 //   workers.cc          hot path: one thread per (unit, bucket, lane) runs its bucket's requests
+//   fallback_worker.cc  multi-version kernels: routing to the CPU fallback, and its worker
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,7 @@
 #include "protocol/unix_socket.h"
 #include "protocol/wire.h"
 #include "server/bucket_queue.h"
+#include "server/fallback.h"
 #include "server/live_stats.h"
 #include "server/server.h"
 #include "shm/layout.h"
@@ -53,6 +55,9 @@ struct RegionSlot {
   const KernelEntry* kernel = nullptr;
   // True from dispatch to completion; a second request for the region meanwhile is dropped.
   std::atomic<bool> in_flight{false};
+  // Recent run times of its requests on the bucket's device and on the CPU fallback (kept with
+  // the fallback policy on: fallback_worker.cc).
+  RunTimeAverage device_time, cpu_time;
 };
 
 // One registration (one client callback), owned by the control thread.
@@ -65,6 +70,9 @@ struct Session {
   // The longest any of its requests may run (ns): the server's cap, lowered by its access
   // rule's max_request_ms; set at registration.
   uint64_t request_limit_ns = 0;
+  // The relative deadline of its requests (ns; 0: none): ClientOptions::deadline_ms, else its
+  // timing model's chain deadline. Set at registration; --queue edf and the fallback use it.
+  uint64_t relative_deadline_ns = 0;
   UniqueFd socket;
   std::string name;
   Uuid uuid{};
@@ -207,8 +215,35 @@ class Server::Impl {
   void WorkerLoop(int unit, int bucket, int lane, RunningRequest* w);
   void RunEntry(const QueueEntry& e, int bucket, int lane, RunningRequest* w);
   // --- hot path of both: publishes a result (workers.cc) ---
+  // `ran_on`: where the kernel ran (shm::kRanOn*, maybe | kRanFallback); kRanNowhere: it did not.
   void Complete(RegionSlot* r, Session* s, uint64_t sequence, Errc code, const char* error,
-                uint64_t output_bytes, const shm::Timestamps& ts);
+                uint64_t output_bytes, const shm::Timestamps& ts, uint32_t ran_on = shm::kRanNowhere);
+
+  // --- multi-version kernels (fallback_worker.cc) ---
+  QueueOrder queue_order_ = QueueOrder::kPriority;  // ServerOptions::queue
+  FallbackMode fallback_mode_ = FallbackMode::kOff;
+  uint32_t device_ran_on_ = shm::kRanOnCpu;          // what the backend's runs report
+  // With the fallback on (else null): a CPU backend that runs the kernels' CPU versions off
+  // the device, its queue (the last of queues_, so that the watchdog and the monitor see it),
+  // its worker, the recent device time of each bucket and the worker's recent run time.
+  std::unique_ptr<Backend> fallback_backend_;
+  BucketQueue* fallback_queue_ = nullptr;
+  std::thread fallback_thread_;
+  std::unique_ptr<RunTimeAverage[]> bucket_time_;  // [unit * buckets_ + bucket]
+  RunTimeAverage fallback_time_;
+  std::atomic<uint64_t> fallback_runs_{0};
+  // Init, after queues_: sets up the above when the fallback is on. Then, with the workers:
+  Status InitFallback();
+  void StartFallbackWorker(int reserved);
+  // Dispatcher: where `e` goes, its bucket's `queue` or the fallback queue (marking e->fallback).
+  BucketQueue& Route(QueueEntry* e, BucketQueue& queue, int unit, int bucket);
+  // Worker: hands `e` to the fallback queue because the device is lost; false where it cannot
+  // go there (then it runs, or fails, on the device as before).
+  bool RerouteLost(const QueueEntry& e);
+  // Worker: a request's run on the device took `ns` (recent means for the policy).
+  void RecordDeviceTime(const QueueEntry& e, int bucket, uint64_t ns);
+  void FallbackLoop(RunningRequest* w);
+  void RunFallback(const QueueEntry& e, RunningRequest* w);
 
   // --- control thread: access policy (access_control.cc) ---
   // OK when the policy lets `s`'s peer in (permission_denied, saying why, otherwise).

@@ -81,6 +81,8 @@ void Server::Impl::WorkerLoop(int unit, int bucket, int lane, RunningRequest* w)
 // (cancel.cc); one taken after its deadline, or after its client went away, is answered
 // cancelled without running.
 void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRequest* w) {
+  // A lost device: the CPU fallback takes what it can (fallback_worker.cc).
+  if (fallback_queue_ != nullptr && backend_->Lost(e.session->unit) && RerouteLost(e)) return;
   shm::Timestamps ts{e.submit_ns, e.dequeue_ns, NowNs(), 0, 0, 0};
   const uint64_t ticket = e.order + 1;
   w->deadline_ns.store(e.deadline_ns, std::memory_order_relaxed);
@@ -113,6 +115,12 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRe
   ts.device_end = times.end_ns;
   ts.completed = NowNs();
   LiveEnd(e, bucket, lane, st.code(), ts, contended);
+  if (st.ok()) RecordDeviceTime(e, bucket, times.end_ns - times.start_ns);
+  // The device failed for good under this request: its CPU version runs it instead.
+  if (!st.ok() && st.code() != Errc::kCancelled && fallback_queue_ != nullptr &&
+      backend_->Lost(e.session->unit) && RerouteLost(e)) {
+    return;
+  }
   if (st.code() == Errc::kCancelled && stop_.load(std::memory_order_relaxed)) {
     // Stopped by Stop(): not answered, as no outstanding request is (clients see the server
     // die); the region goes with the server.
@@ -122,21 +130,22 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRe
   if (st.code() == Errc::kCancelled) {
     char err[shm::kErrorTextBytes];
     CancelMessage(e, ts.completed, /*ran=*/true, err, sizeof(err));
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts);
+    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts, device_ran_on_);
     return;
   }
   Complete(e.region, e.session, e.sequence, st.code(), st.ok() ? nullptr : st.message().c_str(),
-           st.ok() ? e.output_bytes : 0, ts);
+           st.ok() ? e.output_bytes : 0, ts, device_ran_on_);
 }
 
 // Publishes a completion into the client's region. Also used for the requests the dispatcher
 // refuses.
 // REQUIRES: the caller counted the request in s->in_flight; this releases it.
 void Server::Impl::Complete(RegionSlot* r, Session* s, uint64_t sequence, Errc code, const char* error,
-                            uint64_t output_bytes, const shm::Timestamps& ts) {
+                            uint64_t output_bytes, const shm::Timestamps& ts, uint32_t ran_on) {
   shm::RegionHeader* h = r->header;
   h->sequence = sequence;
   h->status = static_cast<int32_t>(code);
+  h->ran_on = ran_on;
   h->output_bytes = output_bytes;
   h->ts = ts;
   if (code != Errc::kOk && error != nullptr) {

@@ -10,7 +10,7 @@
 //               through its own wake eventfd (one per registration, also passed at registration),
 //               so no client can write anything another client relies on.
 //   Channel   — one per registration: a single-producer (client) single-consumer (server) ring
-//               of fixed-size 72-byte RequestDescriptors.
+//               of fixed-size 80-byte RequestDescriptors.
 //   Region    — one per (callback, kernel): header (state word, sequence, status, timestamps),
 //               then the input area, then the output area.
 //
@@ -27,8 +27,9 @@ namespace paam::shm {
 
 // Do not reuse. 2: device buffers, kFlagDeviceData. 3: read-only doorbell, per-registration wake
 // eventfd (the shared futex word `ring` is gone). 4: RequestDescriptor::time_limit_ns (was a
-// reserved field that had to be 0).
-inline constexpr uint32_t kProtocolVersion = 4;
+// reserved field that had to be 0). 5: RequestDescriptor::release_ns (80 bytes),
+// RegionHeader::ran_on (was reserved1), RegisterRequest's relative deadline.
+inline constexpr uint32_t kProtocolVersion = 5;
 inline constexpr uint32_t kDoorbellMagic = 0x50444231;  // "PDB1"
 inline constexpr uint32_t kChannelMagic = 0x50434831;   // "PCH1"
 inline constexpr uint32_t kRegionMagic = 0x50524731;    // "PRG1"
@@ -43,7 +44,7 @@ inline constexpr size_t kErrorTextBytes = 160;
 inline constexpr uint32_t kFlagDeviceData = 1u;
 inline constexpr uint32_t kKnownFlags = kFlagDeviceData;
 
-// A request, as the client writes it into its channel. 72 bytes, like the paper's.
+// A request, as the client writes it into its channel. 80 bytes: the paper's 72 and the release.
 struct RequestDescriptor {
   uint32_t region;        // index of the region (kernel) in this registration
   uint32_t flags;         // kFlag* bits; 0 = host data
@@ -55,8 +56,14 @@ struct RequestDescriptor {
   // request still queued or running at min(this, its own cap) after submission and answers it
   // kCancelled (docs/security.md).
   uint64_t time_limit_ns;
+  // When the job this request belongs to was released (CLOCK_MONOTONIC ns; 0: submit_ns), e.g.
+  // the timer expiry that started its chain. Under paamd --queue edf the request's absolute
+  // deadline is this plus the relative deadline of its registration; the server clamps it so
+  // that the deadline lies between the request's dequeue and one relative deadline after it
+  // (RequestDue, server/descriptor_check.h).
+  uint64_t release_ns;
 };
-static_assert(sizeof(RequestDescriptor) == 72, "the control-plane descriptor is 72 bytes");
+static_assert(sizeof(RequestDescriptor) == 80, "the control-plane descriptor is 80 bytes");
 
 // Written by the server only; clients map it read-only.
 struct alignas(kCacheLine) DoorbellHeader {
@@ -91,6 +98,16 @@ enum RegionState : uint32_t {
   kFailed = 3,   // completed with an error; `status` and `error` say which
 };
 
+// RegionHeader::ran_on: where the completed request's kernel ran. The low byte names the device
+// (kRanNowhere: it did not run: refused, cancelled while queued); kRanFallback is set when the
+// server's fallback policy ran the kernel's CPU version instead of its bucket's device
+// (paamd --fallback).
+inline constexpr uint32_t kRanNowhere = 0;
+inline constexpr uint32_t kRanOnCpu = 1;
+inline constexpr uint32_t kRanOnCuda = 2;
+inline constexpr uint32_t kRanDeviceMask = 0xffu;
+inline constexpr uint32_t kRanFallback = 0x100u;
+
 // Per-request timestamps, CLOCK_MONOTONIC ns (the Fig. 12 stages).
 struct Timestamps {
   uint64_t submitted;     // client pushed the descriptor
@@ -118,7 +135,7 @@ struct alignas(kCacheLine) RegionHeader {
   std::atomic<uint32_t> waiters;   // nonzero while a client thread futex-waits on `state`
   uint64_t sequence;               // sequence of the request this completion belongs to
   int32_t status;                  // paam::Errc of the completion
-  uint32_t reserved1;
+  uint32_t ran_on;                 // kRanOnCpu | kRanOnCuda, maybe | kRanFallback; or kRanNowhere
   uint64_t output_bytes;           // bytes of output written
   Timestamps ts;
   char error[kErrorTextBytes];     // NUL-terminated message when status != 0
@@ -130,7 +147,8 @@ static_assert(offsetof(ChannelHeader, head) == 64 && offsetof(ChannelHeader, tai
               offsetof(ChannelHeader, slots) == 192);
 static_assert(offsetof(RegionHeader, kernel_name) == 56 && offsetof(RegionHeader, state) == 128 &&
               offsetof(RegionHeader, waiters) == 132 && offsetof(RegionHeader, sequence) == 136 &&
-              offsetof(RegionHeader, status) == 144 && offsetof(RegionHeader, output_bytes) == 152 &&
+              offsetof(RegionHeader, status) == 144 && offsetof(RegionHeader, ran_on) == 148 &&
+              offsetof(RegionHeader, output_bytes) == 152 &&
               offsetof(RegionHeader, ts) == 160 && offsetof(RegionHeader, error) == 208);
 
 inline constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }

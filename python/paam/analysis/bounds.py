@@ -88,7 +88,7 @@ def to_core(spec: SystemSpec):
     accelerators = []
     for a in spec.accelerators.values():
         x = rta.Accelerator()
-        x.name, x.buckets, x.overhead, x.preemption = a.name, a.buckets, a.overhead, a.preemption
+        x.name, x.buckets, x.overhead, x.preemption = a.name, a.buckets, a.overhead, a.kappa()
         accelerators.append(x)
     executors = []
     for e in spec.executors.values():

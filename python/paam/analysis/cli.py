@@ -1,7 +1,8 @@
 """``paam analyze``, ``paam plan`` and ``paam experiment schedulability``.
 
 Exit status of ``analyze`` and ``plan``: 0 every critical chain is schedulable, 1 not, 2 bad
-input (the message names the chain and the field).
+input (the message names the chain and the field); ``analyze --queue edf``: 3, no verdict (the
+analysis does not cover EDF inside a bucket).
 """
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from paam.analysis.model import INT32_RANGE, InputError, check_range
 EXIT_SCHEDULABLE = 0
 EXIT_UNSCHEDULABLE = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_COVERED = 3
+
+#: what ``paam analyze --queue edf`` says (and paamd's refusal of --admission analysis with it)
+EDF_NOT_COVERED = (
+    "no bound: paamd --queue edf orders the requests inside a bucket by absolute deadline, and "
+    "this response-time analysis covers requests served by chain priority inside a bucket "
+    "(--queue fifo) only; it gives no bound for EDF inside a bucket, so no chain is shown "
+    "schedulable (docs/analysis.md, \"EDF inside a bucket\")")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--full", action="store_true",
                    help="iterate past the deadline so a missing chain shows its real bound "
                         "(the verdicts do not change)")
+    p.add_argument("--gpu-slice-us", type=float, default=None, metavar="US",
+                   help="every accelerator's server preempts its lower buckets in slices of US "
+                        "microseconds (paamd --gpu-preempt --gpu-slice-us): kappa = the slice plus "
+                        "its launch, in place of the file's preemption (docs/analysis.md)")
+    p.add_argument("--queue", choices=("fifo", "edf"), default="fifo",
+                   help="the order paamd serves a bucket in (its --queue): fifo (default), by "
+                        "chain priority, which the analysis covers; edf, by absolute deadline, "
+                        "which it does not: the file is checked, no bound is given, exit "
+                        "status 3")
     p.set_defaults(func=cmd_analyze)
 
     p = subparsers.add_parser(
@@ -100,6 +118,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from paam.analysis.report import chain_table, description_text, summary
     try:
         spec = load_system(args.file)
+        _apply_slices(spec, args.gpu_slice_us)
+        if args.queue == "edf":
+            return _not_covered(spec, args.json)
         result = analyze(spec, handling=args.bound, blocking=args.blocking,
                          stop_at_deadline=not args.full)
     except InputError as exc:
@@ -108,6 +129,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         data = result.to_json()
         if spec.description is not None:
             data = {"description": spec.description} | data
+        if any(a.slice > 0 for a in spec.accelerators.values()):
+            data["kappa_ms"] = {a.name: a.kappa() for a in spec.accelerators.values()}
         print(json.dumps(data, indent=2))
     else:
         if spec.description:
@@ -116,9 +139,35 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(chain_table(result))
         print()
         print(summary(result))
+        for a in spec.accelerators.values():
+            if a.slice > 0:
+                print(f"kappa of {a.name}: {a.kappa():.3f} ms (preemption in {a.slice * 1000:g} us slices, "
+                      f"plus their launch), not the file's {a.preemption:g} ms")
         print("times in ms; H* = accelerator handling incl. server overhead; '>=' = iteration "
               "stopped past the deadline (use --full for the real bound)")
     return EXIT_SCHEDULABLE if result.schedulable else EXIT_UNSCHEDULABLE
+
+
+def _not_covered(spec, as_json: bool) -> int:
+    """``analyze --queue edf``: the file loaded (bad input still exits 2), no bound given."""
+    chains = [c.name for c in spec.chains]
+    if as_json:
+        print(json.dumps({"queue": "edf", "covered": False, "schedulable": None,
+                          "message": EDF_NOT_COVERED, "chains": chains}, indent=2))
+    else:
+        print(f"{len(chains)} chain(s): {', '.join(chains)}")
+        print(EDF_NOT_COVERED)
+    return EXIT_NOT_COVERED
+
+
+def _apply_slices(spec, slice_us: float | None) -> None:
+    """``analyze --gpu-slice-us``: every accelerator preempted in slices of that length."""
+    if slice_us is None:
+        return
+    if not 0 < slice_us <= 10_000:
+        raise InputError(f"--gpu-slice-us must be above 0 and at most 10000, got {slice_us:g}")
+    for a in spec.accelerators.values():
+        a.slice = slice_us / 1000.0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -20,6 +20,9 @@ Optional fields beyond that format (all may be left out):
 
 - ``description``: text about the system (what it is, what the analysis should find);
   ``paam analyze`` prints it above its report.
+- ``accelerators.<name>.slice``: the accelerator's server preempts its lower buckets in slices of
+  this length (paamd ``--gpu-preempt --gpu-slice-us``); kappa is then the slice plus
+  ``SLICE_LAUNCH_MS`` instead of ``preemption`` (docs/analysis.md, "Preemption in slices").
 - ``accelerators.<name>.type``: units of one type (e.g. ``gpu0`` and ``gpu1`` of type ``gpu``);
   for ``paam plan`` a segment may name the type and the planner picks the unit (WFD).
 - ``chains[].callbacks[].priority``: the callback priority (PiCAS Algorithm 1), written by
@@ -54,6 +57,11 @@ INT32_RANGE = (-2**31, 2**31 - 1)
 INT64_RANGE = (-2**63, 2**63 - 1)
 
 
+#: What a more urgent kernel waits beyond the slices already running, for the lower kernels to see
+#: the urgent word and leave the GPU (paamd's kSliceLaunchUs, core/src/backend/backend.h).
+SLICE_LAUNCH_MS = 0.010
+
+
 class InputError(ValueError):
     """Raised when a system description is malformed; the message says where and why."""
 
@@ -65,6 +73,12 @@ class Accelerator:
     overhead: float = 0.0
     preemption: float = 0.0
     type: str | None = None
+    slice: float = 0.0  # > 0: lower buckets preempted in slices of this length (ms)
+
+    def kappa(self) -> float:
+        """The device-level preemption cost the analysis charges: the slice plus its launch when
+        the lower buckets are preempted in slices, else the measured ``preemption``."""
+        return self.slice + SLICE_LAUNCH_MS if self.slice > 0 else self.preemption
 
 
 @dataclass
@@ -245,7 +259,7 @@ def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
         name = _name(raw_name, "accelerators")
         where = f"accelerator '{name}'"
         obj = _mapping(raw, where)
-        _check_keys(obj, {"buckets", "overhead", "preemption", "type"}, where)
+        _check_keys(obj, {"buckets", "overhead", "preemption", "type", "slice"}, where)
         acc_type = obj.get("type")
         if acc_type is not None:
             acc_type = _name(acc_type, where, "type")
@@ -254,7 +268,11 @@ def parse_system(data: Any, *, for_planning: bool = False) -> SystemSpec:
             buckets=_integer(obj, "buckets", where, default=1, minimum=1),
             overhead=_number(obj, "overhead", where, default=0.0),
             preemption=_number(obj, "preemption", where, default=0.0),
-            type=acc_type)
+            type=acc_type,
+            slice=_number(obj, "slice", where, default=0.0))
+        if obj.get("slice") is not None and not 0 < accelerators[name].slice <= 10:
+            raise InputError(f"{where}: field 'slice': the slice length must be above 0 and at most "
+                             f"10 ms, got {obj['slice']}")
     types = {a.type for a in accelerators.values() if a.type}
     clash = types & set(accelerators)
     if clash:
@@ -388,6 +406,8 @@ def to_yaml_data(spec: SystemSpec) -> dict[str, Any]:
                              "preemption": a.preemption}
         if a.type:
             d["type"] = a.type
+        if a.slice > 0:
+            d["slice"] = a.slice
         return d
 
     def cb(c: Callback) -> dict:

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from . import overhead
+from . import models, overhead
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmarks (request overhead, GPU measurements)")
+    p = sub.add_parser("bench", help="benchmarks (request overhead, GPU measurements, models)")
     bench_sub = p.add_subparsers(dest="bench", metavar="BENCH")
     bench_sub.required = True
     overhead.register(bench_sub)
+    models.register(bench_sub)
     try:  # GPU measurements; present when the CUDA bench module is installed
         from . import gpu
     except ImportError:

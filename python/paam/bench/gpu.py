@@ -4,9 +4,11 @@ them and runs ``gpu-all``).
 Each sub-command writes ``<name>.json`` (every figure, the command, the machine, the date),
 ``<name>.md`` (a table) and ``<name>.png`` (a plot) into ``--out`` (default ``results/gpu``):
 
-``gpu-preempt``     the paper's Table I: delay of a kernel on the top-priority stream launched
-                    while the same kernel runs on the lowest-priority stream, against the kernel
-                    alone (mean, max, std over many iterations), through ``paam_gpu_bench``.
+``gpu-preempt``     the paper's Table I per kernel kind: delay of a kernel on the top-priority
+                    stream arriving while the same kernel runs on the lowest-priority stream,
+                    against the kernel alone (mean, p99, max), with the low-priority kernel
+                    unsliced and preemptible in slices (paamd --gpu-preempt), and what slicing
+                    costs it, through ``paam_gpu_bench`` (:mod:`paam.bench.gpu_preempt`).
 ``gpu-kappa``       the preemption cost κ behind ``spin``: delay of a one-block kernel arriving
                     while spin holds every block slot, for several spin block lengths.
 ``gpu-backend``     the CUDA backend's own round trip (no server) per wait mode.
@@ -30,8 +32,9 @@ import sys
 from typing import Any, Callable, Sequence
 
 from paam.bench.gpu_contention import cmd_contention
-from paam.bench.gpu_device import KERNELS, cmd_backend, cmd_kappa, cmd_preempt, find_gpu_bench
+from paam.bench.gpu_device import KERNELS, cmd_backend, cmd_kappa, find_gpu_bench
 from paam.bench.gpu_lanes import cmd_lanes
+from paam.bench.gpu_preempt import cmd_preempt
 from paam.bench.gpu_server import cmd_kernels, cmd_overhead
 
 __all__ = ["cmd_all", "cmd_backend", "cmd_contention", "cmd_kappa", "cmd_kernels", "cmd_lanes",
@@ -63,7 +66,8 @@ def cmd_all(args: argparse.Namespace) -> int:
 # registration
 
 _DEFAULTS = {
-    "preempt": {"iters": 20000, "lead_us": 0.0, "kernels": list(KERNELS), "matmul": 1024},
+    "preempt": {"iters": 3000, "lead_us": None, "kernels": list(KERNELS), "matmul": 1024, "slicing": "both",
+                "slice_us": 20.0, "spin_us": 200.0, "spin_lp_us": 2000.0, "raw": None},
     "kappa": {"iters": 500, "slices_us": [5.0, 10.0, 20.0, 50.0, 100.0], "lp_ms": 2.0, "lead_us": 0.0},
     "backend": {"iters": 5000},
     "kernels": {"backend": "cuda", "iters": 300, "warmup": 20, "buckets": 6, "wait": "spin", "scale": 1.0,
@@ -100,11 +104,19 @@ def register(bench_subparsers: Any) -> None:
     s = bench_subparsers
 
     def preempt(p, d):
-        p.add_argument("--iters", type=int, default=d["iters"])
+        p.add_argument("--iters", type=int, default=d["iters"], help="iterations per kernel and slicing mode")
         p.add_argument("--lead-us", type=float, default=d["lead_us"],
-                       help="host wait between the low- and high-priority launches (paper: 0)")
+                       help="host wait between the low- and high-priority launches (paper: 0; default: a "
+                            "random time within the low-priority kernel's run)")
         p.add_argument("--kernels", nargs="+", default=d["kernels"], choices=KERNELS)
         p.add_argument("--matmul", type=int, default=d["matmul"], help="matmul size m=k=n")
+        p.add_argument("--slicing", choices=["off", "on", "both"], default=d["slicing"],
+                       help="the low-priority kernel unsliced, preemptible in slices, or both (default: both)")
+        p.add_argument("--slice-us", type=float, default=d["slice_us"], help="slice length (paamd --gpu-slice-us)")
+        p.add_argument("--spin-us", type=float, default=d["spin_us"], help="the high-priority spin's length")
+        p.add_argument("--spin-lp-us", type=float, default=d["spin_lp_us"], help="the low-priority spin's length")
+        p.add_argument("--raw", default=d["raw"], metavar="FILE",
+                       help="render FILE, a 'paam_gpu_bench preempt --json' output, instead of running")
 
     def kappa(p, d):
         p.add_argument("--iters", type=int, default=d["iters"])
@@ -159,7 +171,9 @@ def register(bench_subparsers: Any) -> None:
         p.add_argument("--priority", type=int, default=d["priority"])
         p.add_argument("--server-args", default=d["server_args"], help="extra paamd arguments")
 
-    _add(s, "preempt", cmd_preempt, "GPU preemption delay between stream priorities (paper Table I)", preempt)
+    _add(s, "preempt", cmd_preempt,
+         "GPU preemption delay between stream priorities per kernel kind, unsliced and sliced (paper Table I)",
+         preempt)
     _add(s, "kappa", cmd_kappa, "preemption cost κ while spin holds the GPU, per spin block length", kappa)
     _add(s, "backend", cmd_backend, "CUDA backend round trip without the server, per wait mode", backend)
     _add(s, "kernels", cmd_kernels, "kernel time alone: paamd vs direct invocation (paper Fig. 13)", kernels)

@@ -1,4 +1,4 @@
-"""``paam bench gpu-preempt``, ``gpu-kappa`` and ``gpu-backend``: figures of the C++ binary
+"""``paam bench gpu-kappa`` and ``gpu-backend`` (and the runner of ``gpu-preempt``, :mod:`paam.bench.gpu_preempt`): figures of the C++ binary
 ``paam_gpu_bench`` (found with ``--binary``, ``$PAAM_GPU_BENCH``, next to ``paamd``, on PATH,
 or in a ``build*`` folder of the source tree)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from paam import figures
 from paam.bench.gpu_report import md_table, payload_header, write_outputs
 
-KERNELS = ("matmul", "reduction", "vector_add", "histogram")
+KERNELS = ("matmul", "reduction", "vector_add", "histogram", "spin")  # gpu-preempt's kinds
 
 
 def find_gpu_bench(explicit: str | None = None) -> str:
@@ -53,48 +53,6 @@ def run_binary(args: argparse.Namespace, sub: list[str], json_path: Path) -> dic
     data = json.loads(json_path.read_text())
     data["command_binary"] = " ".join(cmd)
     return data
-
-
-def cmd_preempt(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    raw = run_binary(args, ["preempt", "--kernels", ",".join(args.kernels), "--iters", str(args.iters),
-                            "--lead-us", str(args.lead_us), "--matmul", str(args.matmul)],
-                      out / "preempt.raw.json")
-    payload = payload_header(args, "gpu-preempt") | {"result": raw}
-    rows = []
-    for name, k in raw["kernels"].items():
-        d = k["delay_us"]
-        rows.append([name, k["shape"], k["alone_us"]["mean"], k["with_lp_us"]["mean"], d["mean"], d["max"],
-                     d["std"], d["p99"], f"{100 * k['hp_finished_first']:.1f}%"])
-    table = (f"Preemption delay (µs), {raw['iters']} iterations, LP→HP launch lead {args.lead_us} µs, "
-             f"{raw['device']['name']}, stream priorities {raw['device']['stream_priority_least']}.."
-             f"{raw['device']['stream_priority_greatest']}\n\n" +
-             md_table(["kernel", "shape", "alone", "with LP", "delay mean", "delay max", "delay std",
-                       "delay p99", "HP ends first"], rows))
-
-    def plot(path: Path) -> None:
-        plt = figures.pyplot()
-        names = list(raw["kernels"])
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-        means = [raw["kernels"][n]["delay_us"]["mean"] for n in names]
-        stds = [raw["kernels"][n]["delay_us"]["std"] for n in names]
-        maxs = [raw["kernels"][n]["delay_us"]["max"] for n in names]
-        ax1.bar(names, means, yerr=stds, capsize=4, label="mean ± std")
-        ax1.scatter(names, maxs, color="red", marker="v", zorder=3, label="max")
-        ax1.set_ylabel("preemption delay (µs)")
-        ax1.set_title("high-priority kernel vs. same kernel alone")
-        ax1.legend()
-        for n in names:
-            d = np.sort(np.asarray(raw["kernels"][n]["raw_delay_us"]))
-            ax2.plot(d, np.arange(1, d.size + 1) / d.size, label=n)
-        ax2.set_xlabel("delay (µs)")
-        ax2.set_ylabel("CDF")
-        ax2.legend()
-        figures.save(fig, path, dpi=120)
-
-    write_outputs(out, "preempt", payload, table, plot)
-    return 0
 
 
 def cmd_kappa(args: argparse.Namespace) -> int:

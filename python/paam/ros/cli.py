@@ -1,4 +1,4 @@
-"""``paam bridge`` and ``paam ros-bench``. Registering them imports no ROS 2 module; running
+"""``paam bridge``, ``paam ros-bench`` and ``paam ros-example``. Registering them imports no ROS 2 module; running
 them without ROS 2 installed says how to install it."""
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     from paam.ros import bench
     bench.register(sub)
+    from paam.ros import examples
+    examples.register(sub)
 
 
 def _bridge(args: argparse.Namespace) -> int:

@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <mutex>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,63 +19,33 @@
 
 #include "backend/cuda/cuda_cancel.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_preempt.h"
+#include "backend/cuda/cuda_util.h"
 #include "common/clock.h"
 
 namespace paam {
 namespace {
 
-std::string CudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
-}
-
-Status CudaFail(Errc code, std::string_view what, cudaError_t e) {
-  return Status(code, "cuda: " + std::string(what) + ": " + CudaText(e));
-}
-
-// Restores the calling thread's current device when it goes out of scope.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    if (saved_ != device) cudaSetDevice(device);
+// Errors that leave the context unusable: every later call in this process fails too, until
+// the context is destroyed (CUDA's "sticky" errors). The unit is then lost (Backend::Lost).
+bool Sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return true;
+    default:
+      return false;
   }
-  ~DeviceGuard() {
-    int now = -1;
-    if (saved_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != saved_) cudaSetDevice(saved_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int saved_ = -1;
-};
-
-// Parses "0,1" into device ordinals. Empty → all `count` devices.
-Result<std::vector<int>> ParseDevices(const std::string& text, int count) {
-  std::vector<int> out;
-  if (text.empty()) {
-    for (int i = 0; i < count; ++i) out.push_back(i);
-    return out;
-  }
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(pos, comma - pos);
-    char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || end == nullptr || *end != '\0' || v < 0 || v >= count) {
-      return Status(Errc::kInvalidArgument, "cuda: device '" + item + "' in cuda_devices '" + text +
-                                                "' is not one of the " + std::to_string(count) +
-                                                " visible GPUs");
-    }
-    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end()) {
-      return Status(Errc::kInvalidArgument, "cuda: device " + item + " named twice in '" + text + "'");
-    }
-    out.push_back(static_cast<int>(v));
-    pos = comma + 1;
-  }
-  return out;
 }
 
 // How a worker waits for its stream work (BackendOptions::cuda_wait, paamd --cuda-wait, or
@@ -119,10 +90,14 @@ class CudaBackend final : public Backend {
   Status AttachRegion(RegionMemory* region) override;
   void DetachRegion(RegionMemory* region) override;
   Status Run(const KernelCall& call, int level, int lane, DeviceTimes* times) override;
+  bool Lost(int unit) const override {
+    return unit >= 0 && static_cast<size_t>(unit) < lost_.size() && lost_[static_cast<size_t>(unit)].load(std::memory_order_acquire);
+  }
   std::atomic<uint64_t>* CancelWord(int unit, int level, int lane) override {
     Lane* l = LaneOf(unit, level, lane);
     return l == nullptr ? nullptr : units_[unit].cancel->Word(static_cast<size_t>(l - units_[unit].lanes.data()));
   }
+  void SetQueueDepth(QueueDepth depth) override { depth_ = std::move(depth); }
 
  private:
   // One worker's stream and events. Used by one worker at a time (Backend contract).
@@ -135,6 +110,7 @@ class CudaBackend final : public Backend {
     volatile uint32_t* flag = nullptr;  // kFlag: host word the stream writes `seq` into
     CUdeviceptr flag_device = 0;
     uint32_t seq = 0;
+    cudaEvent_t slice_done[2] = {nullptr, nullptr};  // gpu_preempt: a plugin kernel's slices
   };
   struct Unit {
     int ordinal = 0;
@@ -142,6 +118,7 @@ class CudaBackend final : public Backend {
     std::vector<Lane> lanes;  // level l, lane j at lane_offset[l] + j
     void* flags = nullptr;    // cudaHostAlloc'ed, one cache line per lane
     std::unique_ptr<CudaCancelWords> cancel;  // one per lane, same index
+    std::unique_ptr<CudaPreemptWords> preempt;  // gpu_preempt: one word per level, lanes as above
   };
 
   Lane* LaneOf(int unit, int level, int lane) {
@@ -184,6 +161,12 @@ class CudaBackend final : public Backend {
   std::mutex implicit_mu_;
   std::vector<std::unique_ptr<Implicit>> implicit_;  // GUARDED_BY(implicit_mu_)
 
+  // Units whose context met a sticky error (Lost); set by Run, never cleared.
+  std::array<std::atomic<bool>, 64> lost_{};
+  void MarkLost(int unit) {
+    if (unit >= 0 && static_cast<size_t>(unit) < lost_.size()) lost_[static_cast<size_t>(unit)].store(true, std::memory_order_release);
+  }
+
   // Constant after Init.
   int levels_ = 1;
   static constexpr int kDefaultBestEffortLanes = 4;
@@ -203,6 +186,9 @@ class CudaBackend final : public Backend {
   std::vector<int> priority_;     // stream priority of each level
   std::vector<int> lane_offset_;  // first lane index of each level
   std::vector<Unit> units_;
+  bool preempt_ = false;   // BackendOptions::gpu_preempt
+  uint64_t slice_ns_ = 0;  // BackendOptions::gpu_slice_us
+  QueueDepth depth_;       // the server's queues (SetQueueDepth; unset in direct mode)
 };
 
 CudaBackend::~CudaBackend() {
@@ -215,10 +201,14 @@ CudaBackend::~CudaBackend() {
       if (l.kernel_begin != nullptr) cudaEventDestroy(l.kernel_begin);
       if (l.kernel_end != nullptr) cudaEventDestroy(l.kernel_end);
       if (l.done != nullptr) cudaEventDestroy(l.done);
+      for (cudaEvent_t ev : l.slice_done) {
+        if (ev != nullptr) cudaEventDestroy(ev);
+      }
       if (l.stream != nullptr) cudaStreamDestroy(l.stream);
     }
     if (u.flags != nullptr) cudaFreeHost(u.flags);
     u.cancel.reset();
+    u.preempt.reset();
   }
 }
 
@@ -256,6 +246,12 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
   wait_ = wait->kind;
   nap_ns_ = static_cast<int64_t>(wait->nap_us) * 1000;
   spin_levels_ = options.spin_levels;
+  if (options.gpu_slice_us < 1 || options.gpu_slice_us > 10'000) {
+    return Status(Errc::kInvalidArgument,
+                  "cuda: gpu_slice_us must be 1..10000, got " + std::to_string(options.gpu_slice_us));
+  }
+  preempt_ = options.gpu_preempt;
+  slice_ns_ = static_cast<uint64_t>(options.gpu_slice_us) * 1000;
   if (Flagged()) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -331,11 +327,18 @@ Status CudaBackend::Init(const BackendOptions& options, const std::vector<int>& 
         }
         e = cudaEventCreateWithFlags(&lane.done,
                                      wait_ == WaitKind::kBlock ? cudaEventBlockingSync : cudaEventDefault);
+        for (cudaEvent_t& ev : lane.slice_done) {
+          if (e == cudaSuccess && preempt_) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+        }
         if (e != cudaSuccess) return CudaFail(Errc::kResourceExhausted, "cudaEventCreate", e);
       }
     }
     unit.cancel = std::make_unique<CudaCancelWords>();
     if (Status cs = unit.cancel->Allocate(unit.lanes.size()); !cs.ok()) return cs;
+    if (preempt_) {
+      unit.preempt = std::make_unique<CudaPreemptWords>();
+      if (Status ps = unit.preempt->Allocate(levels_, unit.lanes.size()); !ps.ok()) return ps;
+    }
     if (Flagged()) {
       Status fs = SetUpFlags(&unit);
       if (!fs.ok()) return fs;
@@ -635,7 +638,9 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   Lane* l = LaneOf(region->device_index, level, lane);
   if (l == nullptr) return Status(Errc::kInvalidArgument, "cuda: no such level/lane");
   if (!call.kernel->HasCuda()) {
-    return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name + "' has no CUDA version");
+    return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name +
+                                            "' has no CUDA version (paamd --fallback cpu-on-overload runs its CPU "
+                                            "version instead)");
   }
   void* d_input = st->d_input;
   void* d_output = st->d_output;
@@ -664,9 +669,20 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   }
   cudaStream_t s = l->stream;
   // The built-in kernels look at the server's cancel word: this lane's own (CancelWord).
-  const CudaCancelWords* cancel = units_[region->device_index].cancel.get();
-  const size_t lane_index = static_cast<size_t>(l - units_[region->device_index].lanes.data());
+  Unit& unit = units_[region->device_index];
+  const CudaCancelWords* cancel = unit.cancel.get();
+  const size_t lane_index = static_cast<size_t>(l - unit.lanes.data());
   const bool cancellable = call.ticket != 0 && call.cancel != nullptr && call.cancel == cancel->Word(lane_index);
+  // Preemption (cuda_preempt.h): counted into the lower levels' words while it runs; a lower
+  // level's request waits for more urgent work before it starts and after each pause.
+  const MoreUrgent urgent{unit.preempt.get(), &depth_, region->device_index, level};
+  std::optional<PreemptScope> preempt;
+  if (preempt_) {
+    preempt.emplace(urgent, unit.preempt.get(), lane_index, slice_ns_);
+    if (!preempt->HoldBack(call.cancel, call.ticket)) {
+      return Status(Errc::kCancelled, "cuda: kernel '" + call.kernel->name + "' was cancelled before it started");
+    }
+  }
   cudaError_t e = cudaSuccess;
   uint64_t issued_ns = 0;
   const WaitKind wait = WaitOf(level);
@@ -680,35 +696,58 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   if (e == cudaSuccess) e = cudaEventRecord(l->kernel_begin, s);
   int krc = PAAM_KERNEL_OK;
   char kerr[160] = {0};  // a version 2 kernel's message
-  if (e == cudaSuccess) {
-    paam_kernel_args args{};
-    args.input = d_input;
-    args.input_bytes = call.input_bytes;
-    args.output = d_output;
-    args.output_bytes = call.output_bytes;
-    std::memcpy(args.params, call.params, sizeof(args.params));
-    args.device = PAAM_DEVICE_CUDA;
-    args.stream = s;
-    args.level = level;
-    args.device_index = st->ordinal;
-    args.host_input = copy ? region->input : nullptr;
+  paam_kernel_args args{};
+  args.input = d_input;
+  args.input_bytes = call.input_bytes;
+  args.output = d_output;
+  args.output_bytes = call.output_bytes;
+  std::memcpy(args.params, call.params, sizeof(args.params));
+  args.device = PAAM_DEVICE_CUDA;
+  args.stream = s;
+  args.level = level;
+  args.device_index = st->ordinal;
+  args.host_input = copy ? region->input : nullptr;
+  bool sliced_cancel = false;  // cancelled between two slices of a plugin kernel
+  auto launch = [&](bool resume) {
     if (cancellable) cuda::SetCudaCancel(cancel->Kernels(lane_index, call.ticket));
-    krc = call.kernel->RunCuda(&args, kerr, sizeof(kerr));
+    const uint64_t slices = preempt && preempt->Preemptible() ? call.kernel->CudaSlices(&args) : 0;
+    if (preempt && slices == 0) preempt->Arm(resume);  // the built-ins' own slices
+    krc = slices > 0 ? RunHostSliced(*call.kernel, &args, slices, l->slice_done, urgent, call.cancel, call.ticket,
+                                     &sliced_cancel, kerr, sizeof(kerr))
+                     : call.kernel->RunCuda(&args, kerr, sizeof(kerr));
+    if (preempt) PreemptScope::Disarm();
     if (cancellable) cuda::SetCudaCancel({});
     e = cudaGetLastError();
-  }
-  if (e == cudaSuccess && krc == PAAM_KERNEL_OK) {
-    e = cudaEventRecord(l->kernel_end, s);
-    if (e == cudaSuccess && copy && call.output_bytes > 0) {
-      e = cudaMemcpyAsync(region->output, d_output, call.output_bytes, cudaMemcpyDeviceToHost, s);
+  };
+  // The kernel's end, the output copy, then the wait for all the stream work.
+  uint64_t seen = 0;
+  auto settle = [&] {
+    if (e == cudaSuccess && krc == PAAM_KERNEL_OK) {
+      e = cudaEventRecord(l->kernel_end, s);
+      if (e == cudaSuccess && copy && call.output_bytes > 0) {
+        e = cudaMemcpyAsync(region->output, d_output, call.output_bytes, cudaMemcpyDeviceToHost, s);
+      }
     }
+    // Whatever happened, wait for what was enqueued: the buffers must be idle when Run returns.
+    cudaError_t re = cudaEventRecord(l->done, s);
+    cudaError_t we = re == cudaSuccess ? Wait(l, wait) : cudaStreamSynchronize(s);
+    seen = NowNs();
+    if (e == cudaSuccess) e = re;
+    if (e == cudaSuccess) e = we;
+  };
+  if (e == cudaSuccess) launch(false);
+  settle();
+  // Paused for more urgent work: once it is gone, the kernel takes up where it stopped (the
+  // output copied meanwhile is copied again).
+  while (e == cudaSuccess && krc == PAAM_KERNEL_OK && preempt && preempt->Paused()) {
+    if (!preempt->HoldBack(call.cancel, call.ticket)) {
+      return Status(Errc::kCancelled, "cuda: kernel '" + call.kernel->name + "' was cancelled while paused");
+    }
+    launch(true);
+    settle();
   }
-  // Whatever happened, wait for what was enqueued: the buffers must be idle when Run returns.
-  cudaError_t re = cudaEventRecord(l->done, s);
-  cudaError_t we = re == cudaSuccess ? Wait(l, wait) : cudaStreamSynchronize(s);
-  const uint64_t seen = NowNs();
-  if (e == cudaSuccess) e = re;
-  if (e == cudaSuccess) e = we;
+  if (sliced_cancel) return Status(Errc::kCancelled, kerr);
+  if (e != cudaSuccess && Sticky(e)) MarkLost(region->device_index);  // the fallback takes over
   if (e != cudaSuccess) return CudaFail(Errc::kKernelFailed, call.kernel->name, e);
   if (krc != PAAM_KERNEL_OK && kerr[0] != '\0') {
     return Status(krc == PAAM_KERNEL_EINVAL ? Errc::kInvalidArgument : Errc::kKernelFailed, kerr);
@@ -751,7 +790,7 @@ Result<std::unique_ptr<Backend>> CreateCudaBackend(const BackendOptions& options
   std::string why;
   const int count = CudaDeviceCount(&why);
   if (count == 0) return Status(Errc::kInvalidArgument, "cuda backend: " + why);
-  auto ordinals = ParseDevices(options.cuda_devices, count);
+  auto ordinals = ParseCudaDevices(options.cuda_devices, count);
   if (!ordinals.ok()) return ordinals.status();
   auto backend = std::make_unique<CudaBackend>();
   Status s = backend->Init(options, ordinals.value());

@@ -22,8 +22,13 @@
 // DeviceTimes bracket the kernel: they come from events around it, anchored to CLOCK_MONOTONIC
 // at the moment completion is seen (about a microsecond of error with spin waiting).
 // Cancellation: each lane's CancelWord lives in mapped pinned host memory (cuda_cancel.h); the
-// built-in spin and matmul read it from the GPU and stop at their next block or k-slice once
-// the server raises it, and Run returns kCancelled. Other kernels run to their end.
+// built-in kernels read it from the GPU and stop at their next block (spin: slice; matmul:
+// k-slice) once the server raises it, and Run returns kCancelled. Plugin kernels run to their end.
+// Preemption (BackendOptions::gpu_preempt, cuda_preempt.h): a request counts itself into its
+// GPU's words of the levels below its own while it runs; a lower level's request waits before
+// it starts while more urgent work runs or is queued (the server's QueueDepth), its built-in
+// kernels stop taking work when such work comes and are taken up where they stopped once it is
+// gone, and a plugin kernel with CUDA slices runs slice by slice, waiting between them.
 //
 // Thread safety: as for Backend. Run() sets the calling thread's current CUDA device to the
 // region's GPU if it differs; AttachRegion/DetachRegion restore the caller's current device.

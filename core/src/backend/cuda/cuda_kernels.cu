@@ -1,14 +1,16 @@
 // backend/cuda/cuda_kernels.cu — CUDA versions of the built-in kernels (see cuda_kernels.h).
 //
-// Every kernel indexes its work by block, never by a grid-stride loop: a grid-stride loop over
-// a small grid makes long blocks, and a long block is exactly what a higher bucket cannot
-// preempt. Grids may therefore hold hundreds of thousands of small blocks.
+// Every kernel indexes its work by block (preemptible: by a ticket each block takes), never by a
+// grid-stride loop: a grid-stride loop over a small grid makes long blocks, and a long block is
+// exactly what a higher bucket cannot preempt. Grids may therefore hold hundreds of thousands of
+// small blocks. The one loop, the preemptible spin's, looks for a pause between two slices.
 #include "backend/cuda/cuda_kernels.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace paam::cuda {
@@ -17,28 +19,92 @@ namespace {
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_spin_slots[kMaxDevices];  // 0: not computed yet
 thread_local CudaCancel t_cancel;             // SetCudaCancel
+thread_local CudaPreempt t_preempt;           // SetCudaPreempt
 
-// A launch's view of the cancellation (cuda_kernels.h): blocks whose linear index is a
-// multiple of `leader_every` read the host word.
-struct CancelArgs {
-  const volatile unsigned long long* host;
-  volatile unsigned long long* device;
-  unsigned long long ticket;
+constexpr unsigned long long kNoItem = ~0ull;
+
+// A launch's view of its request's cancellation and preemption (cuda_kernels.h). One block in
+// `leader_every` (the "leaders", IsLeader) reads the host words.
+struct Gate {
+  const volatile unsigned long long* cancel_host;
+  volatile unsigned long long* cancel_device;
+  unsigned long long ticket;  // 0: not cancellable
+  // Preemption; next == nullptr: not preemptible, a block's item is its own index.
+  const volatile unsigned long long* urgent;
+  unsigned int* pause;
+  volatile unsigned int* paused_host;
+  unsigned long long* next;  // this launch's ticket counter
+  unsigned long long items;  // items of this launch
   unsigned long long leader_every;
 };
 
-CancelArgs CancelFor(uint64_t leader_every) {
-  return {t_cancel.host_word, t_cancel.device_word, t_cancel.ticket, leader_every == 0 ? 1 : leader_every};
+// The gate of one launch (`phase` of the request) with `items` items. Host code.
+Gate GateFor(uint64_t leader_every, uint64_t phase, uint64_t items) {
+  Gate g{t_cancel.host_word, t_cancel.device_word, t_cancel.ticket, nullptr, nullptr, nullptr, nullptr, items,
+         leader_every == 0 ? 1 : leader_every};
+  if (t_preempt.state != nullptr && phase < kMaxPhases) {
+    auto* st = static_cast<CudaPreemptState*>(t_preempt.state);
+    g.urgent = t_preempt.urgent;
+    g.pause = &st->pause;
+    g.paused_host = t_preempt.paused_device;
+    g.next = &st->next[phase];
+  }
+  return g;
 }
 
-// Whether this block must exit at once. Called by thread 0 only.
-__device__ __forceinline__ bool StopBlock(const CancelArgs& c, unsigned long long block) {
-  if (c.ticket == 0) return false;
-  if (*c.device == c.ticket) return true;
-  if (block % c.leader_every != 0 || *c.host != c.ticket) return false;
-  *c.device = c.ticket;  // the blocks after this one need not cross the bus to learn it
-  __threadfence();
-  return true;
+bool Preemptible() { return t_preempt.state != nullptr; }
+
+// Before the launches of a preemptible request: a fresh one clears the pause word and the
+// counters of its `phases` launches, a resumed one the pause word only; both clear the host
+// flag. Returns false when the stream refused the clear.
+bool BeginPreemptible(cudaStream_t s, uint64_t phases) {
+  if (!Preemptible()) return true;
+  *reinterpret_cast<volatile unsigned int*>(t_preempt.paused_host) = 0;
+  const size_t bytes = t_preempt.resume ? sizeof(unsigned int)
+                                        : offsetof(CudaPreemptState, next) +
+                                              sizeof(unsigned long long) * std::min<uint64_t>(phases, kMaxPhases);
+  return cudaMemsetAsync(t_preempt.state, 0, bytes, s) == cudaSuccess;
+}
+
+// Marks the lane paused (device word for the other blocks, host flag for the worker).
+__device__ __forceinline__ void RaisePause(const Gate& g) {
+  if (atomicExch(g.pause, 1u) == 0u) {
+    *g.paused_host = 1u;
+    __threadfence_system();
+  }
+}
+
+// The item this block runs next, or kNoItem when it must exit (cancelled, paused, or no item
+// left). Thread 0 only. An item taken is always run to its end: that is what makes a resumed
+// launch run every item exactly once. The words are all read before any is looked at, so that
+// a leader's two reads across the bus overlap.
+__device__ __forceinline__ unsigned long long TakeItem(const Gate& g, unsigned long long block, bool leader) {
+  const bool cancellable = g.ticket != 0, preemptible = g.next != nullptr;
+  const unsigned long long cancel_host = leader && cancellable ? *g.cancel_host : 0;
+  const unsigned long long urgent = leader && preemptible ? *g.urgent : 0;
+  const unsigned long long cancel_device = cancellable ? *g.cancel_device : 0;
+  const unsigned int pause = preemptible ? *reinterpret_cast<volatile unsigned int*>(g.pause) : 0;
+  if (cancellable && (cancel_device == g.ticket || cancel_host == g.ticket)) {
+    if (cancel_device != g.ticket) {
+      *g.cancel_device = g.ticket;  // the blocks after this one need not cross the bus to learn it
+      __threadfence();
+    }
+    return kNoItem;
+  }
+  if (!preemptible) return block;
+  if (pause != 0) return kNoItem;
+  if (urgent != 0) {
+    RaisePause(g);
+    return kNoItem;
+  }
+  const unsigned long long t = atomicAdd(g.next, 1ull);
+  return t < g.items ? t : kNoItem;
+}
+
+// The last block of every leader_every: a launch of fewer blocks reads no host word, so that
+// a tiny kernel pays no trip across the bus (it is over before a stop could matter).
+__device__ __forceinline__ bool IsLeader(const Gate& g, unsigned long long block) {
+  return block % g.leader_every == g.leader_every - 1;
 }
 
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
@@ -54,8 +120,12 @@ constexpr uint64_t kVecPerBlock = uint64_t{kVecThreads} * kVecPerThread;
 
 __global__ void __launch_bounds__(kVecThreads) VectorAddKernel(const float* __restrict__ a,
                                                                 const float* __restrict__ b,
-                                                                float* __restrict__ c, uint64_t n) {
-  const uint64_t base = blockIdx.x * kVecPerBlock + threadIdx.x;
+                                                                float* __restrict__ c, uint64_t n, Gate g) {
+  __shared__ unsigned long long item;
+  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
+  __syncthreads();
+  if (item == kNoItem) return;
+  const uint64_t base = item * kVecPerBlock + threadIdx.x;
 #pragma unroll
   for (int i = 0; i < kVecPerThread; ++i) {
     const uint64_t idx = base + static_cast<uint64_t>(i) * kVecThreads;
@@ -66,31 +136,34 @@ __global__ void __launch_bounds__(kVecThreads) VectorAddKernel(const float* __re
 // ---------------------------------------------------------------- matmul
 // 64x64 output tile per block, k in steps of 16, 256 threads with a 4x4 micro-tile each
 // (rows ty + 16 i, columns tx + 16 j: conflict-free shared reads, coalesced stores).
-// Short blocks: one launch covers at most kSliceK of the k dimension ([k_begin, k_end)) and
-// adds to C when `accumulate`; MatmulCuda issues ceil(K / kSliceK) launches on the stream, so
-// a block lasts a slice (about 20 us at 1024^3 on an H100), not the whole k, and a
-// higher-priority stream waits at most that long (the preemption cost kappa of the analysis).
+// Short blocks: one launch covers one k-slice of the k dimension ([k_begin, k_end),
+// kMatmulSliceK long, or scaled to the server's slice when preemptible: MatmulKSlices) and adds
+// to C when `accumulate`; MatmulCuda issues one launch per k-slice on the stream, so a block
+// lasts a slice (about 20 us at 1024^3 on an H100), not the whole k, and a higher-priority
+// stream waits at most that long (the preemption cost kappa of the analysis). A block's item is
+// its output tile (row-major over the gx columns of tiles).
 constexpr int kTile = 64;
-constexpr int kTileK = 16;
-constexpr int kSliceK = 128;
+constexpr int kTileK = static_cast<int>(kMatmulTileK);
 constexpr int kMmThreads = 256;
 
 __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restrict__ A,
                                                             const float* __restrict__ B,
                                                             float* __restrict__ C, int M, int K, int N,
-                                                            int k_begin, int k_end, int accumulate,
-                                                            CancelArgs cancel) {
+                                                            int k_begin, int k_end, int accumulate, Gate g) {
   __shared__ float As[kTileK][kTile + 4];  // A tile transposed: As[k][row]
   __shared__ float Bs[kTileK][kTile + 4];
-  __shared__ int stop;
-  if (threadIdx.x == 0) stop = StopBlock(cancel, static_cast<unsigned long long>(blockIdx.y) * gridDim.x + blockIdx.x);
+  __shared__ unsigned long long item;
+  if (threadIdx.x == 0) {
+    const unsigned long long block = static_cast<unsigned long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+    item = TakeItem(g, block, IsLeader(g, block));
+  }
   __syncthreads();
-  if (stop) return;
+  if (item == kNoItem) return;
   const int tid = threadIdx.x;
   const int tx = tid % 16;
   const int ty = tid / 16;
-  const int row0 = blockIdx.y * kTile;
-  const int col0 = blockIdx.x * kTile;
+  const int row0 = static_cast<int>(item / gridDim.x) * kTile;
+  const int col0 = static_cast<int>(item % gridDim.x) * kTile;
   float acc[4][4] = {};
   for (int k0 = k_begin; k0 < k_end; k0 += kTileK) {
 #pragma unroll
@@ -143,9 +216,13 @@ constexpr int kRedPerThread = 8;
 constexpr uint64_t kRedPerBlock = uint64_t{kRedThreads} * kRedPerThread;
 
 __global__ void __launch_bounds__(kRedThreads) ReductionKernel(const float* __restrict__ x, uint64_t n,
-                                                                float* __restrict__ out) {
+                                                                float* __restrict__ out, Gate g) {
   __shared__ float warp_sums[kRedThreads / 32];
-  const uint64_t base = blockIdx.x * kRedPerBlock + threadIdx.x;
+  __shared__ unsigned long long item;
+  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
+  __syncthreads();
+  if (item == kNoItem) return;
+  const uint64_t base = item * kRedPerBlock + threadIdx.x;
   float s = 0.0f;
 #pragma unroll
   for (int i = 0; i < kRedPerThread; ++i) {
@@ -172,11 +249,14 @@ constexpr int kHistPerThread = 64;
 constexpr uint64_t kHistPerBlock = uint64_t{kHistThreads} * kHistPerThread;
 
 __global__ void __launch_bounds__(kHistThreads) HistogramKernel(const uint8_t* __restrict__ x, uint64_t n,
-                                                                 unsigned int* __restrict__ out) {
+                                                                 unsigned int* __restrict__ out, Gate g) {
   __shared__ unsigned int bins[256];
+  __shared__ unsigned long long item;
+  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
   bins[threadIdx.x] = 0;
   __syncthreads();
-  const uint64_t base = blockIdx.x * kHistPerBlock + threadIdx.x;
+  if (item == kNoItem) return;
+  const uint64_t base = item * kHistPerBlock + threadIdx.x;
 #pragma unroll 8
   for (int i = 0; i < kHistPerThread; ++i) {
     const uint64_t idx = base + static_cast<uint64_t>(i) * kHistThreads;
@@ -194,21 +274,51 @@ __global__ void __launch_bounds__(kHistThreads) HistogramKernel(const uint8_t* _
 // higher buckets. SpinFinishKernel, next in stream order, turns the earliest start into the
 // elapsed time.
 constexpr int kSpinThreads = 32;
-// A narrow spin launches one kernel per wave; this caps the launches of one request.
-constexpr uint64_t kMaxSpinWaveLaunches = 512;
+// Preemptible spin: blocks that poll the urgent word during their slice, about this many.
+constexpr uint64_t kSpinPollers = 4;
 
-__global__ void __launch_bounds__(kSpinThreads) SpinKernel(unsigned long long* out, uint64_t slice_ns,
-                                                             CancelArgs cancel) {
-  __shared__ int stop;
-  if (threadIdx.x == 0) stop = StopBlock(cancel, blockIdx.x);
+__global__ void __launch_bounds__(kSpinThreads) SpinKernel(unsigned long long* out, uint64_t slice_ns, Gate g) {
+  __shared__ unsigned long long item;
+  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
   __syncthreads();
-  if (stop) return;
+  if (item == kNoItem) return;
   const uint64_t start = GlobalTimerNs();
   if (threadIdx.x == 0) atomicMin(out, static_cast<unsigned long long>(start));
   while (GlobalTimerNs() - start < slice_ns) __nanosleep(200);
 }
 
-__global__ void SpinFinishKernel(unsigned long long* out) {
+// The preemptible spin: persistent blocks that take slices from the gate's counter until none
+// is left, or until the lane is paused (seen between two slices). The blocks whose index is a
+// multiple of `poll_every` read the urgent word all through their slice, so that the pause is
+// up in device memory before the others end theirs: a block never starts a slice after the
+// pause was seen, and a more urgent kernel waits for at most the slices already running.
+__global__ void __launch_bounds__(kSpinThreads) SpinLoopKernel(unsigned long long* out, uint64_t slice_ns, Gate g,
+                                                                 unsigned long long poll_every) {
+  __shared__ unsigned long long item;
+  const bool poller = blockIdx.x % poll_every == 0;  // block 0 among them
+  bool first = true;
+  for (;;) {
+    if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, poller);
+    __syncthreads();
+    const unsigned long long mine = item;
+    __syncthreads();  // everyone has read it before thread 0 takes the next
+    if (mine == kNoItem) return;
+    const uint64_t start = GlobalTimerNs();
+    if (first && threadIdx.x == 0) atomicMin(out, static_cast<unsigned long long>(start));
+    first = false;
+    while (GlobalTimerNs() - start < slice_ns) {
+      __nanosleep(200);
+      if (poller && threadIdx.x == 0 && *reinterpret_cast<volatile unsigned int*>(g.pause) == 0 && *g.urgent != 0) {
+        RaisePause(g);
+      }
+    }
+  }
+}
+
+// pause: the lane's pause word when preemptible (nullptr otherwise); a paused spin is resumed
+// later, so its start stays in *out.
+__global__ void SpinFinishKernel(unsigned long long* out, const unsigned int* pause) {
+  if (pause != nullptr && *reinterpret_cast<const volatile unsigned int*>(pause) != 0) return;
   const unsigned long long t0 = *out;
   const uint64_t now = GlobalTimerNs();
   *out = t0 == ~0ull ? 0ull : static_cast<unsigned long long>(now - t0);
@@ -231,16 +341,21 @@ int ComputeSpinSlots(int device) {
 
 }  // namespace
 
+// One block in this many reads the host words (IsLeader), in the kernels of many short blocks;
+// matmul's preemptible blocks (a k-slice each, launched all at once) all do.
+constexpr uint64_t kLeaderEvery = 32;
+
 int VectorAddCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < 2 * n * sizeof(float) || a->output_bytes < n * sizeof(float)) {
     return PAAM_KERNEL_EINVAL;
   }
   const auto* x = static_cast<const float*>(a->input);
-  const uint64_t blocks = (n + kVecPerBlock - 1) / kVecPerBlock;
+  const uint64_t blocks = SliceCount(n, kVecPerBlock);
   if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
+  if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
   VectorAddKernel<<<static_cast<unsigned>(blocks), kVecThreads, 0, StreamOf(a)>>>(
-      x, x + n, static_cast<float*>(a->output), n);
+      x, x + n, static_cast<float*>(a->output), n, GateFor(kLeaderEvery, 0, blocks));
   return Launched();
 }
 
@@ -254,13 +369,18 @@ int MatmulCuda(const paam_kernel_args* a) {
   if (gy > 65535) return PAAM_KERNEL_EINVAL;
   const auto* A = static_cast<const float*>(a->input);
   dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>(gy));
-  const CancelArgs cancel = CancelFor(uint64_t{grid.x} * grid.y);  // the first block of each slice looks
-  for (uint64_t k0 = 0; k0 < k; k0 += kSliceK) {
-    const uint64_t k1 = std::min<uint64_t>(k, k0 + kSliceK);
+  const uint64_t tiles = uint64_t{grid.x} * grid.y;
+  const KSlices ks = MatmulKSlices(k, Preemptible() ? std::max<uint64_t>(1, t_preempt.slice_ns) : 0);
+  if (!BeginPreemptible(StreamOf(a), ks.count)) return PAAM_KERNEL_EFAILED;
+  for (uint64_t i = 0; i < ks.count; ++i) {
+    const Range r = ks.At(k, i);
+    // Cancellable: one block of each k-slice looks; preemptible: every block does (all
+    // of a k-slice's blocks start together, and a block that missed the pause runs a slice).
+    const Gate g = Preemptible() ? GateFor(1, i, tiles) : GateFor(tiles, i, tiles);
     MatmulKernel<<<grid, kMmThreads, 0, StreamOf(a)>>>(A, A + m * k, static_cast<float*>(a->output),
                                                        static_cast<int>(m), static_cast<int>(k),
-                                                       static_cast<int>(n), static_cast<int>(k0),
-                                                       static_cast<int>(k1), k0 > 0 ? 1 : 0, cancel);
+                                                       static_cast<int>(n), static_cast<int>(r.begin),
+                                                       static_cast<int>(r.end), i > 0 ? 1 : 0, g);
     if (const int rc = Launched(); rc != 0) return rc;
   }
   return 0;
@@ -269,22 +389,28 @@ int MatmulCuda(const paam_kernel_args* a) {
 int ReductionCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < n * sizeof(float) || a->output_bytes < sizeof(float)) return PAAM_KERNEL_EINVAL;
-  const uint64_t blocks = (n + kRedPerBlock - 1) / kRedPerBlock;
+  const uint64_t blocks = SliceCount(n, kRedPerBlock);
   if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
-  if (cudaMemsetAsync(a->output, 0, sizeof(float), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
+  if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
+  const bool fresh = !Preemptible() || !t_preempt.resume;  // a resumed sum keeps its partial sums
+  if (fresh && cudaMemsetAsync(a->output, 0, sizeof(float), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
   ReductionKernel<<<static_cast<unsigned>(blocks), kRedThreads, 0, StreamOf(a)>>>(
-      static_cast<const float*>(a->input), n, static_cast<float*>(a->output));
+      static_cast<const float*>(a->input), n, static_cast<float*>(a->output), GateFor(kLeaderEvery, 0, blocks));
   return Launched();
 }
 
 int HistogramCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < n || a->output_bytes < 256 * sizeof(uint32_t)) return PAAM_KERNEL_EINVAL;
-  const uint64_t blocks = (n + kHistPerBlock - 1) / kHistPerBlock;
+  const uint64_t blocks = SliceCount(n, kHistPerBlock);
   if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
-  if (cudaMemsetAsync(a->output, 0, 256 * sizeof(uint32_t), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
+  if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
+  const bool fresh = !Preemptible() || !t_preempt.resume;
+  if (fresh && cudaMemsetAsync(a->output, 0, 256 * sizeof(uint32_t), StreamOf(a)) != cudaSuccess) {
+    return PAAM_KERNEL_EFAILED;
+  }
   HistogramKernel<<<static_cast<unsigned>(blocks), kHistThreads, 0, StreamOf(a)>>>(
-      static_cast<const uint8_t*>(a->input), n, static_cast<unsigned int*>(a->output));
+      static_cast<const uint8_t*>(a->input), n, static_cast<unsigned int*>(a->output), GateFor(kLeaderEvery, 0, blocks));
   return Launched();
 }
 
@@ -300,29 +426,34 @@ int SpinCuda(const paam_kernel_args* a) {
   const uint64_t width_pct = a->params[2] == 0 ? 100 : a->params[2];
   if (width_pct > 100) return PAAM_KERNEL_EINVAL;
   auto* out = static_cast<unsigned long long*>(a->output);
-  if (cudaMemsetAsync(out, 0xff, sizeof(uint64_t), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
-  if (duration > 0 && width_pct == 100) {
-    // waves of `slots` blocks in one launch; the slice is trimmed so that the waves add up to
-    // the duration
-    const uint64_t waves = (duration + slice_target - 1) / slice_target;
-    const uint64_t slice = duration / waves;
-    const uint64_t blocks = waves * static_cast<uint64_t>(slots);
-    if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
-    SpinKernel<<<static_cast<unsigned>(blocks), kSpinThreads, 0, StreamOf(a)>>>(out, slice, CancelFor(slots));
-  } else if (duration > 0) {
-    // Narrower: one launch per wave, in stream order, so that no more than `narrow` blocks
-    // run at once (in one launch the GPU would run the later waves beside the first). At most
-    // kMaxSpinWaveLaunches launches: a longer spin gets longer slices.
-    const uint64_t narrow = std::max<uint64_t>(1, (static_cast<uint64_t>(slots) * width_pct + 99) / 100);
-    const uint64_t target = std::max(slice_target, (duration + kMaxSpinWaveLaunches - 1) / kMaxSpinWaveLaunches);
-    const uint64_t waves = (duration + target - 1) / target;
-    const uint64_t slice = duration / waves;
-    const CancelArgs cancel = CancelFor(narrow);  // the first block of each launch looks
-    for (uint64_t w = 0; w < waves; ++w) {
-      SpinKernel<<<static_cast<unsigned>(narrow), kSpinThreads, 0, StreamOf(a)>>>(out, slice, cancel);
+  const bool preemptible = Preemptible();
+  if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
+  if ((!preemptible || !t_preempt.resume) && cudaMemsetAsync(out, 0xff, sizeof(uint64_t), StreamOf(a)) != cudaSuccess) {
+    return PAAM_KERNEL_EFAILED;
+  }
+  if (duration > 0) {
+    const SpinPlan p = PlanSpin(duration, slice_target, static_cast<uint64_t>(slots), width_pct,
+                                preemptible ? std::max<uint64_t>(1, t_preempt.slice_ns) : 0);
+    if (p.blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
+    if (preemptible) {
+      SpinLoopKernel<<<static_cast<unsigned>(p.blocks), kSpinThreads, 0, StreamOf(a)>>>(
+          out, p.slice_ns, GateFor(1, 0, p.items), std::max<uint64_t>(1, p.blocks / kSpinPollers));
+    } else if (p.launches == 1) {
+      // waves of `slots` blocks in one launch; the slice is trimmed so that the waves add up to
+      // the duration
+      SpinKernel<<<static_cast<unsigned>(p.blocks), kSpinThreads, 0, StreamOf(a)>>>(out, p.slice_ns,
+                                                                                    GateFor(p.width, 0, p.blocks));
+    } else {
+      // Narrower: one launch per wave, in stream order, so that no more than `width` blocks
+      // run at once (in one launch the GPU would run the later waves beside the first).
+      const Gate g = GateFor(p.width, 0, p.blocks);  // one block of each launch looks
+      for (uint64_t w = 0; w < p.launches; ++w) {
+        SpinKernel<<<static_cast<unsigned>(p.blocks), kSpinThreads, 0, StreamOf(a)>>>(out, p.slice_ns, g);
+      }
     }
   }
-  SpinFinishKernel<<<1, 1, 0, StreamOf(a)>>>(out);
+  const unsigned int* pause = preemptible ? &static_cast<CudaPreemptState*>(t_preempt.state)->pause : nullptr;
+  SpinFinishKernel<<<1, 1, 0, StreamOf(a)>>>(out, pause);
   return Launched();
 }
 
@@ -351,6 +482,8 @@ int SpinSlots(int device) {
 
 void SetCudaCancel(const CudaCancel& cancel) { t_cancel = cancel; }
 
+void SetCudaPreempt(const CudaPreempt& preempt) { t_preempt = preempt; }
+
 int PrepareCudaKernels(int device) {
   cudaError_t e = cudaSetDevice(device);
   if (e != cudaSuccess) return e;
@@ -360,6 +493,7 @@ int PrepareCudaKernels(int device) {
                            reinterpret_cast<const void*>(ReductionKernel),
                            reinterpret_cast<const void*>(HistogramKernel),
                            reinterpret_cast<const void*>(SpinKernel),
+                           reinterpret_cast<const void*>(SpinLoopKernel),
                            reinterpret_cast<const void*>(SpinFinishKernel)};
   for (const void* k : kernels) {
     cudaFuncAttributes attr;

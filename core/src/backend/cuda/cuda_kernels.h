@@ -12,17 +12,30 @@
 // busy for one "slice" timed by the GPU's %globaltimer (default kDefaultSpinSliceNs); matmul's
 // block time grows with k (one 64x64 output tile over the whole k).
 //
-// Cancellation. `spin` and `matmul` stop early when the server cancels their request (the
-// backend sets CudaCancel on the calling thread before run_cuda): one block per wave of spin,
-// and the first block of each of matmul's k-slice launches, reads the server's word in mapped
-// pinned host memory; when it holds the request's ticket that block writes the ticket into a
-// word in device memory, which every block reads at its start, and the blocks still to run
-// exit at once. So a cancelled spin stops within about a slice, matmul within a k-slice, but the
-// request ends only once the blocks still to run have exited: for a full-width spin, about an
-// eighth of the time it had left (a 5 s spin stopped at 0.2 s ended 0.6 s later, H200,
-// 2026-11-26); other streams get the GPU's block slots meanwhile. Their output is then not
-// valid. The other kernels run to their end.
+// Cancellation. Every built-in but `noop` stops early when the server cancels its request (the
+// backend sets CudaCancel on the calling thread before run_cuda): some blocks (every block of
+// matmul's k-slice launches, one of each wave of spin, one in 32 of the others) read the
+// server's word in mapped pinned host memory at their start; when it holds the request's ticket
+// that block writes the ticket into a word in device memory, which every block reads at its
+// start, and the blocks still to run exit at once. So a cancelled kernel stops within about a
+// block, but the request ends only once the blocks still to run have exited: for a full-width
+// spin, about an eighth of the time it had left (a 5 s spin stopped at 0.2 s ended 0.6 s later,
+// H200, 2026-11-26); other streams get the GPU's block slots meanwhile. Their output is then not
+// valid.
 //
+// Preemption (CudaPreempt, set by the backend for the lanes of a lower bucket when paamd runs
+// with --gpu-preempt; docs/gpu.md "Preemption in slices"). A preemptible launch hands out its
+// items (vector_add's, reduction's and histogram's blocks of elements, matmul's 64x64 tiles of
+// one k-slice, spin's slices of time) through a ticket counter of the lane's state in device
+// memory, and every item is short: at most a slice (20 us by default). While the host word
+// `urgent` is nonzero (a more urgent bucket of the GPU has work) the blocks that would take an
+// item exit instead, after the first of them raised the lane's pause word (device) and its flag
+// in host memory. The worker then waits until no more urgent work is left and runs the entry
+// point again with `resume` set: each launch takes up its counter where it stopped, so every
+// item runs exactly once and the output is the one an uninterrupted run gives. A preemptible
+// spin is `width` persistent one-warp blocks that each take slices until none is left; a few of
+// them poll `urgent` during their slice so that the others see the pause word at their next.
+
 // Thread safety: every entry point is reentrant (no state but a per-device occupancy cache
 // filled with relaxed atomics). They use the calling thread's current device.
 #pragma once
@@ -30,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/slice_plan.h"
 #include "paam/kernel_abi.h"
 
 namespace paam::cuda {
@@ -48,6 +62,24 @@ struct CudaCancel {
 // Sets this thread's cancellation for the entry points it calls next ({}: none).
 void SetCudaCancel(const CudaCancel& cancel);
 
+// The preemption of the request being enqueued on this thread (see above; {}: not preemptible).
+struct CudaPreempt {
+  const unsigned long long* urgent = nullptr;  // device address of the host word (mapped)
+  void* state = nullptr;                       // the lane's CudaPreemptState (device memory)
+  unsigned int* paused_host = nullptr;         // host address of the lane's paused flag (mapped)
+  unsigned int* paused_device = nullptr;       // its device address
+  uint64_t slice_ns = kDefaultPreemptSliceNs;  // the longest an item may take
+  bool resume = false;  // take up a request that stopped: no re-initialization of the output
+};
+// A lane's state in device memory: the pause word, then one ticket counter per phase.
+struct CudaPreemptState {
+  unsigned int pause;
+  unsigned int reserved;
+  unsigned long long next[kMaxPhases];
+};
+// Sets this thread's preemption for the entry points it calls next.
+void SetCudaPreempt(const CudaPreempt& preempt);
+
 // vector_add: (a: f32[n], b: f32[n]) -> f32[n]; params: n
 int VectorAddCuda(const paam_kernel_args* args);
 // matmul: (A: f32[m*k], B: f32[k*n]) -> f32[m*n], row-major; params: m, k, n
@@ -63,7 +95,8 @@ int HistogramCuda(const paam_kernel_args* args);
 // slots it finishes later, like any other kernel. A narrower spin leaves the rest of the GPU
 // to kernels of other streams (what several lanes of one bucket can use); it launches its
 // waves one by one (at most 512, longer slices past that), and the gaps between those launches
-// make it run a little longer than a full-width spin of the same duration.
+// make it run a little longer than a full-width spin of the same duration. Preemptible, its
+// slice is at most the server's, and the elapsed time counts the pauses (PlanSpin).
 int SpinCuda(const paam_kernel_args* args);
 
 struct CudaBuiltin {

@@ -1,13 +1,16 @@
 // backend/cuda/cuda_setup.cc — the CUDA backend's process-wide parts (cuda_backend.h): whether
-// this process sees a GPU, the hardware queues its streams need, and the CUDA versions of the
-// built-in kernels in a registry.
+// this process sees a GPU, the hardware queues its streams need, the CUDA versions of the
+// built-in kernels in a registry, and the list of GPUs to serve (cuda_util.h).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_util.h"
 #include "common/log.h"
 
 namespace paam {
@@ -62,6 +65,33 @@ void ReserveCudaHardwareQueues() {
         "critical request then waits behind best-effort kernels (unset it to let paamd use %d)",
         set, kWanted);
   }
+}
+
+Result<std::vector<int>> ParseCudaDevices(const std::string& text, int count) {
+  std::vector<int> out;
+  if (text.empty()) {
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || end == nullptr || *end != '\0' || v < 0 || v >= count) {
+      return Status(Errc::kInvalidArgument, "cuda: device '" + item + "' in cuda_devices '" + text +
+                                                "' is not one of the " + std::to_string(count) +
+                                                " visible GPUs");
+    }
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end()) {
+      return Status(Errc::kInvalidArgument, "cuda: device " + item + " named twice in '" + text + "'");
+    }
+    out.push_back(static_cast<int>(v));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace paam

@@ -1,18 +1,24 @@
 // backend/cuda/gpu_bench.cc — paam_gpu_bench: GPU measurements that need only the kernels.
 //
 //   paam_gpu_bench info
-//   paam_gpu_bench preempt [--kernels matmul,reduction,vector_add,histogram] [--iters N]
-//                          [--warmup N] [--lead-us US] [--device D] [--json FILE]
+//   paam_gpu_bench preempt [--kernels matmul,reduction,vector_add,histogram,spin] [--iters N]
+//                          [--warmup N] [--lead-us US | --random-lead] [--slicing off|on|both]
+//                          [--slice-us US] [--device D] [--json FILE]
 //   paam_gpu_bench kappa   [--slices-us 5,10,20,50,100] [--iters N] [--lp-ms MS] [--lead-us US]
 //                          [--device D] [--json FILE]
 //   paam_gpu_bench backend [--iters N] [--json FILE]
 //
 // preempt is the PAAM paper's Table I: in one context, two streams at the lowest and highest
 // priority, two identical buffer sets; the kernel is launched on the low-priority stream, then
-// (after --lead-us of host busy-waiting, 0 as in the paper) the same kernel on the
-// high-priority stream. The high-priority kernel's event-timed execution minus the same
-// kernel's time alone on that stream (measured just before, each iteration) is the
-// preemption delay. kappa measures the same delay for a one-block kernel arriving while
+// (after --lead-us of host busy-waiting, 0 as in the paper, or with --random-lead a uniform
+// random time within the low-priority kernel's run alone) the same kernel on the high-priority
+// stream (spin: a --spin-us one behind a --spin-lp-us one). The high-priority kernel's
+// event-timed execution minus the same kernel's time alone on that stream (measured just
+// before, each iteration) is the preemption delay. --slicing on runs the low-priority kernel
+// preemptible as paamd --gpu-preempt does (cuda_preempt.h): the urgent word goes up right
+// before the high-priority launch and down after it, and the low-priority kernel, once it
+// paused, is resumed until done; the low-priority kernel alone, sliced or not, gives what the
+// slicing costs its throughput. kappa measures the same delay for a one-block kernel arriving while
 // `spin` (with a given block slice) holds every block slot of the GPU.
 // backend times Backend::Run of the CUDA backend (no server, no IPC) for a one-block
 // vector_add at level 0, per wait mode (BackendOptions::cuda_wait spin|poll|block|nap), alone and while the
@@ -42,6 +48,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_preempt.h"
 #include "common/cli.h"
 #include "common/clock.h"
 
@@ -68,6 +75,11 @@ void BusyWaitUs(double us) {
 struct Args {
   std::string command;
   std::vector<std::string> kernels = {"matmul", "reduction", "vector_add", "histogram"};
+  std::string slicing = "off";
+  bool random_lead = false;
+  double slice_us = 20;
+  double spin_us = 200;
+  double spin_lp_us = 2000;
   std::vector<double> slices_us = {5, 10, 20, 50, 100};
   int iters = 10000;
   int warmup = 200;
@@ -97,11 +109,28 @@ Args Parse(int argc, char** argv) {
       ->type_name("")
       ->required()
       ->check(CLI::IsMember({"info", "preempt", "kappa", "backend"}).description(""));
-  app.add_option("--kernels", a.kernels, "preempt: kernels to time (default: matmul,reduction,vector_add,histogram)")
+  app.add_option("--kernels", a.kernels, "preempt: kernels to time (default: matmul,reduction,vector_add,histogram;\n"
+                                         "spin too)")
       ->type_name("LIST")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->check(CLI::IsMember({"matmul", "reduction", "vector_add", "histogram"}).description(""));
+      ->check(CLI::IsMember({"matmul", "reduction", "vector_add", "histogram", "spin"}).description(""));
+  app.add_option("--slicing", a.slicing, "preempt: the low-priority kernel unsliced (off), preemptible in slices\n"
+                                         "(on), or both in turn (default: off)")
+      ->type_name("off|on|both")
+      ->check(CLI::IsMember({"off", "on", "both"}).description(""));
+  app.add_option("--slice-us", a.slice_us, "preempt --slicing: the slice length (default: 20, as paamd)")
+      ->type_name("US")
+      ->check(CLI::Range(1.0, 10000.0).description(""));
+  app.add_flag("--random-lead", a.random_lead,
+               "preempt: the high-priority kernel comes at a random time within the\n"
+               "low-priority one's run alone (default: after --lead-us)");
+  app.add_option("--spin-us", a.spin_us, "preempt: the high-priority spin's length (default: 200)")
+      ->type_name("US")
+      ->check(CLI::Range(1.0, 1e7).description(""));
+  app.add_option("--spin-lp-us", a.spin_lp_us, "preempt: the low-priority spin's length (default: 2000)")
+      ->type_name("US")
+      ->check(CLI::Range(1.0, 1e7).description(""));
   app.add_option("--iters", a.iters, "measured iterations (default: 10000)")->type_name("N")->check(paam::cli::AtLeast(1));
   app.add_option("--warmup", a.warmup, "iterations before those, not measured (default: 200)")
       ->type_name("N")
@@ -143,8 +172,9 @@ struct Job {
   }
 };
 
-// A job for `name` with random input (fresh per job), sized by the options.
-Job MakeJob(const std::string& name, const Args& a, std::mt19937_64* rng, std::string* shape) {
+// A job for `name` with random input (fresh per job), sized by the options; `low`: the
+// low-priority one (only spin's length differs).
+Job MakeJob(const std::string& name, const Args& a, std::mt19937_64* rng, std::string* shape, bool low = false) {
   Job j;
   j.args.device = PAAM_DEVICE_CUDA;
   uint64_t in = 0, out = 0;
@@ -185,6 +215,12 @@ Job MakeJob(const std::string& name, const Args& a, std::mt19937_64* rng, std::s
     in = a.histogram_n;
     out = 1024;
     *shape = "n=" + std::to_string(a.histogram_n);
+  } else if (name == "spin") {
+    const double us = low ? a.spin_lp_us : a.spin_us;
+    j.run = paam::cuda::SpinCuda;
+    j.args.params[0] = static_cast<uint64_t>(us * 1000);
+    out = 8;
+    *shape = std::to_string(static_cast<uint64_t>(us)) + " us";
   } else {
     std::fprintf(stderr, "unknown kernel '%s'\n", name.c_str());
     std::exit(kUsageStatus);
@@ -288,59 +324,123 @@ float Elapsed(cudaEvent_t a, cudaEvent_t b) {
   return ms;
 }
 
+// The low-priority side of preempt: `job` on `lane` 0 of `words`, unsliced or preemptible,
+// resumed until it is done. Records `end` after each launch. Returns the pauses.
+int RunLow(Job* job, cudaStream_t s, paam::CudaPreemptWords* words, bool sliced, double slice_us, cudaEvent_t end,
+           const std::function<void()>& between) {
+  const uint64_t slice_ns = static_cast<uint64_t>(slice_us * 1000);
+  if (sliced) paam::cuda::SetCudaPreempt(words->Kernels(0, 1, slice_ns, false));
+  job->Launch(s);
+  paam::cuda::SetCudaPreempt({});
+  CHECK_CUDA(cudaEventRecord(end, s));
+  between();
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  int pauses = 0;
+  while (sliced && words->Paused(0)) {
+    ++pauses;
+    paam::cuda::SetCudaPreempt(words->Kernels(0, 1, slice_ns, true));
+    job->Launch(s);
+    paam::cuda::SetCudaPreempt({});
+    CHECK_CUDA(cudaEventRecord(end, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  return pauses;
+}
+
 int Preempt(const Args& a) {
   Streams st;
   cudaEvent_t hs, he, ls, le;
   for (cudaEvent_t* e : {&hs, &he, &ls, &le}) CHECK_CUDA(cudaEventCreate(e));
+  paam::CudaPreemptWords words;  // level 1's word and one lane, as paamd's for the lowest bucket
+  if (!words.Allocate(2, 1).ok()) {
+    std::fprintf(stderr, "cannot allocate the preemption words\n");
+    return 2;
+  }
+  std::atomic<uint64_t>* urgent = words.Word(1);
   std::mt19937_64 rng(7);
+  std::vector<bool> modes;
+  if (a.slicing != "on") modes.push_back(false);
+  if (a.slicing != "off") modes.push_back(true);
   Json json = {{"bench", "preempt"}, {"device", DeviceJson(a.device)}, {"iters", a.iters}, {"lead_us", a.lead_us},
-               {"kernels", Json::object()}};
-  std::printf("preemption delay, %d iterations, LP→HP lead %.1f us (us)\n", a.iters, a.lead_us);
-  std::printf("%-11s %-16s %9s %9s %9s %9s %9s %9s %8s\n", "kernel", "shape", "alone", "with_lp", "d_mean",
-              "d_max", "d_std", "d_p99", "hp_first");
+               {"random_lead", a.random_lead}, {"slice_us", a.slice_us}, {"kernels", Json::object()}};
+  std::printf("preemption delay, %d iterations, LP→HP lead %s, slice %.0f us (us)\n", a.iters,
+              a.random_lead ? "random within the LP kernel" : (std::to_string(a.lead_us) + " us").c_str(), a.slice_us);
+  std::printf("%-11s %-16s %-7s %9s %9s %9s %9s %9s %9s %9s %8s %7s\n", "kernel", "shape", "slicing", "alone",
+              "with_lp", "d_mean", "d_p99", "d_max", "d_std", "lp_alone", "hp_first", "paused");
   for (const std::string& name : a.kernels) {
-    std::string shape;
+    std::string shape, lp_shape;
     Job hp = MakeJob(name, a, &rng, &shape);
-    Job lp = MakeJob(name, a, &rng, &shape);
-    std::vector<double> alone, contended, delay, lp_alone;
-    int hp_first = 0;
-    for (int it = -a.warmup; it < a.iters; ++it) {
-      // alone, on the high-priority stream
-      CHECK_CUDA(cudaEventRecord(hs, st.hp));
-      hp.Launch(st.hp);
-      CHECK_CUDA(cudaEventRecord(he, st.hp));
-      CHECK_CUDA(cudaStreamSynchronize(st.hp));
-      const double t_alone = Elapsed(hs, he) * 1e3;
-      // low-priority first, then the same kernel at high priority
+    Job lp = MakeJob(name, a, &rng, &lp_shape, /*low=*/true);
+    auto nothing = [] {};
+    // The random lead's range: the low-priority kernel's time alone, unsliced.
+    double lead_max = 0;
+    for (int i = 0; i < 20 && a.random_lead; ++i) {
       CHECK_CUDA(cudaEventRecord(ls, st.lp));
-      lp.Launch(st.lp);
-      CHECK_CUDA(cudaEventRecord(le, st.lp));
-      BusyWaitUs(a.lead_us);
-      CHECK_CUDA(cudaEventRecord(hs, st.hp));
-      hp.Launch(st.hp);
-      CHECK_CUDA(cudaEventRecord(he, st.hp));
-      CHECK_CUDA(cudaStreamSynchronize(st.hp));
-      CHECK_CUDA(cudaStreamSynchronize(st.lp));
-      if (it < 0) continue;
-      const double t_with = Elapsed(hs, he) * 1e3;
-      alone.push_back(t_alone);
-      contended.push_back(t_with);
-      delay.push_back(t_with - t_alone);
-      lp_alone.push_back(Elapsed(ls, le) * 1e3);
-      if (Elapsed(le, he) < 0) ++hp_first;  // HP ended before LP did
+      RunLow(&lp, st.lp, &words, false, a.slice_us, le, nothing);
+      lead_max = std::max(lead_max, Elapsed(ls, le) * 1e3);
+    }
+    std::uniform_real_distribution<double> lead_of(0.0, lead_max);
+    Json& jk = json["kernels"][name] = {{"shape", shape}, {"lp_shape", lp_shape}, {"lead_max_us", Round(lead_max, 2)},
+                                        {"modes", Json::object()}};
+    for (const bool sliced : modes) {
+      std::vector<double> alone, contended, delay, lp_alone, lp_with;
+      int hp_first = 0, paused = 0;
+      for (int it = -a.warmup; it < a.iters; ++it) {
+        // alone, on the high-priority stream
+        CHECK_CUDA(cudaEventRecord(hs, st.hp));
+        hp.Launch(st.hp);
+        CHECK_CUDA(cudaEventRecord(he, st.hp));
+        CHECK_CUDA(cudaStreamSynchronize(st.hp));
+        const double t_alone = Elapsed(hs, he) * 1e3;
+        // the low-priority kernel alone, in this mode: its throughput
+        CHECK_CUDA(cudaEventRecord(ls, st.lp));
+        RunLow(&lp, st.lp, &words, sliced, a.slice_us, le, nothing);
+        const double t_lp_alone = Elapsed(ls, le) * 1e3;
+        // low-priority first, then the same kernel at high priority
+        const double lead = a.random_lead ? lead_of(rng) : a.lead_us;
+        CHECK_CUDA(cudaEventRecord(ls, st.lp));
+        const int pauses = RunLow(&lp, st.lp, &words, sliced, a.slice_us, le, [&] {
+          BusyWaitUs(lead);
+          if (sliced) urgent->store(1, std::memory_order_seq_cst);  // as a top-bucket Run enters
+          CHECK_CUDA(cudaEventRecord(hs, st.hp));
+          hp.Launch(st.hp);
+          CHECK_CUDA(cudaEventRecord(he, st.hp));
+          CHECK_CUDA(cudaStreamSynchronize(st.hp));
+          if (sliced) urgent->store(0, std::memory_order_seq_cst);
+        });
+        if (it < 0) continue;
+        const double t_with = Elapsed(hs, he) * 1e3;
+        alone.push_back(t_alone);
+        contended.push_back(t_with);
+        delay.push_back(t_with - t_alone);
+        lp_alone.push_back(t_lp_alone);
+        lp_with.push_back(Elapsed(ls, le) * 1e3);
+        if (Elapsed(le, he) < 0) ++hp_first;  // HP ended before LP did
+        if (pauses > 0) ++paused;
+      }
+      const Stats sa = Summarize(alone), sc = Summarize(contended), sd = Summarize(delay);
+      const Stats sl = Summarize(lp_alone), sw = Summarize(lp_with);
+      const char* mode = sliced ? "on" : "off";
+      std::printf("%-11s %-16s %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f%% %6.1f%%\n", name.c_str(),
+                  shape.c_str(), mode, sa.mean, sc.mean, sd.mean, sd.p99, sd.max, sd.std, sl.mean,
+                  100.0 * hp_first / a.iters, 100.0 * paused / a.iters);
+      jk["modes"][mode] = {{"alone_us", StatsJson(sa)},
+                           {"with_lp_us", StatsJson(sc)},
+                           {"delay_us", StatsJson(sd)},
+                           {"lp_alone_us", StatsJson(sl)},
+                           {"lp_with_hp_us", StatsJson(sw)},
+                           {"hp_finished_first", Round(static_cast<double>(hp_first) / a.iters, 6)},
+                           {"lp_paused", Round(static_cast<double>(paused) / a.iters, 6)},
+                           {"raw_delay_us", ArrayJson(delay)}};
+    }
+    if (jk["modes"].contains("off") && jk["modes"].contains("on")) {
+      const double off = jk["modes"]["off"]["lp_alone_us"]["mean"], on = jk["modes"]["on"]["lp_alone_us"]["mean"];
+      jk["lp_slicing_cost"] = Round(off > 0 ? on / off - 1.0 : 0.0, 4);  // of the LP kernel's time alone
+      std::printf("%-11s slicing costs the low-priority kernel %+.1f%% of its time alone\n", name.c_str(),
+                  100.0 * (off > 0 ? on / off - 1.0 : 0.0));
     }
     hp.Free();
     lp.Free();
-    const Stats sa = Summarize(alone), sc = Summarize(contended), sd = Summarize(delay), sl = Summarize(lp_alone);
-    std::printf("%-11s %-16s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f%%\n", name.c_str(), shape.c_str(), sa.mean,
-                sc.mean, sd.mean, sd.max, sd.std, sd.p99, 100.0 * hp_first / a.iters);
-    json["kernels"][name] = {{"shape", shape},
-                             {"alone_us", StatsJson(sa)},
-                             {"with_lp_us", StatsJson(sc)},
-                             {"delay_us", StatsJson(sd)},
-                             {"lp_us", StatsJson(sl)},
-                             {"hp_finished_first", Round(static_cast<double>(hp_first) / a.iters, 6)},
-                             {"raw_delay_us", ArrayJson(delay)}};
   }
   WriteJson(a.json, json);
   return 0;
