@@ -24,6 +24,9 @@ EXPERIMENTS = {
     "case-study-2": ("paam_experiments.case_study2",
                      "case study 2: the Autoware reference system in rclpy, 4ST/MT x ROS 2 / "
                      "PiCAS / PAAM (Fig. 11)"),
+    "edf": ("paam_experiments.edf",
+            "fixed priority vs EDF inside a bucket, and the CPU fallback of multi-version "
+            "kernels, on constructed chain sets"),
     "history": ("paam_experiments.history",
                 "every case-study run under a results tree at a glance: maxima, reductions, "
                 "bounds"),

@@ -665,3 +665,48 @@ def test_the_readme_timing_model_examples_run_as_written():
     for block in re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M):
         if "TimingModel(" in block:
             exec(compile(block, "README.md", "exec"), {})
+
+
+# --------------------------------------------------------------------------------------------
+# Preemption in slices: kappa from the slice (paamd --gpu-preempt)
+
+def test_a_slice_replaces_kappa_by_the_slice_plus_its_launch(case_study):
+    from paam.analysis.model import SLICE_LAUNCH_MS
+    spec = load_system(case_study)
+    assert spec.accelerators["gpu0"].kappa() == pytest.approx(0.130)
+    before = {c.name: c.wcrt for c in analyze(spec, stop_at_deadline=False).chains}
+    spec.accelerators["gpu0"].slice = 0.020
+    assert spec.accelerators["gpu0"].kappa() == pytest.approx(0.020 + SLICE_LAUNCH_MS)
+    after = {c.name: c.wcrt for c in analyze(spec, stop_at_deadline=False).chains}
+    # A smaller kappa shrinks every segment's A* = A + 2 kappa: no bound grows, chain3 now fits.
+    for name, bound in before.items():
+        if math.isfinite(bound):
+            assert after[name] < bound, name
+    assert before["chain3"] > 220 >= after["chain3"]
+
+
+def test_analyze_gpu_slice_us_and_the_slice_field_agree(tmp_path, case_study, capsys):
+    assert run_cli("analyze", str(case_study)) == 1
+    capsys.readouterr()
+    assert run_cli("analyze", str(case_study), "--gpu-slice-us", "20", "--json") == 1
+    flag = json.loads(capsys.readouterr().out)
+    assert flag["kappa_ms"]["gpu0"] == pytest.approx(0.035)
+    data = yaml.safe_load(case_study.read_text())
+    data["accelerators"]["gpu0"]["slice"] = 0.02
+    field = write(tmp_path, yaml.safe_dump(data), "sliced.yaml")
+    assert run_cli("analyze", str(field), "--json") == 1
+    from_field = json.loads(capsys.readouterr().out)
+    bound = lambda d, name: next(c for c in d["chains"] if c["name"] == name)
+    for name in ("chain1", "chain3", "chain6"):
+        assert bound(flag, name) == bound(from_field, name)
+    assert run_cli("analyze", str(field)) == 1
+    assert "kappa of gpu0: 0.035 ms (preemption in 20 us slices" in capsys.readouterr().out
+
+
+def test_a_slice_out_of_range_is_bad_input(tmp_path, case_study, capsys):
+    assert run_cli("analyze", str(case_study), "--gpu-slice-us", "0") == 2
+    assert "--gpu-slice-us must be above 0" in capsys.readouterr().err
+    data = yaml.safe_load(case_study.read_text())
+    data["accelerators"]["gpu0"]["slice"] = 50
+    assert run_cli("analyze", str(write(tmp_path, yaml.safe_dump(data), "bad.yaml"))) == 2
+    assert "accelerator 'gpu0': field 'slice'" in capsys.readouterr().err

@@ -7,6 +7,8 @@ on two GPUs neither share a bucket map nor contend."""
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import threading
 import time
 
@@ -14,7 +16,8 @@ import numpy as np
 import pytest
 
 import paam
-from paam.bench import gpu, gpu_lanes, gpu_report
+from paam.bench import gpu, gpu_lanes, gpu_preempt, gpu_report
+from paam.testing import find_paamd
 
 
 def _cuda_available() -> bool:
@@ -43,6 +46,76 @@ def test_gpu_bench_subcommands_register_and_parse():
     assert args.clients == [0, 3] and args.lp_ms == 2.5
     args = parser.parse_args(["gpu-preempt", "--kernels", "matmul", "histogram", "--iters", "7"])
     assert args.kernels == ["matmul", "histogram"] and args.iters == 7
+    assert args.slicing == "both" and args.lead_us is None  # both modes, a random arrival
+    assert gpu_preempt.binary_args(args)[-1] == "--random-lead"
+    args = parser.parse_args(["gpu-preempt", "--kernels", "spin", "--slicing", "on", "--slice-us", "10",
+                              "--lead-us", "0"])
+    sub = gpu_preempt.binary_args(args)
+    assert sub[sub.index("--slicing") + 1] == "on" and sub[sub.index("--slice-us") + 1] == "10.0"
+    assert sub[-2:] == ["--lead-us", "0.0"]
+
+
+def test_paamd_gpu_preempt_is_for_the_cuda_backend_and_checks_its_slice():
+    r = subprocess.run([find_paamd(), "--gpu-preempt"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--gpu-preempt is for the cuda backend" in r.stderr
+    r = subprocess.run([find_paamd(), "--backend", "cuda", "--gpu-preempt", "--gpu-slice-us", "0"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--gpu-slice-us must be 1..10000, got 0" in r.stderr
+
+
+@needs_gpu
+def test_paamd_gpu_preempt_takes_kappa_from_the_slice(tmp_path):
+    """Started with --gpu-preempt and no --preemption-ms, paamd's analysis charges the slice plus
+    its launch (20 + 15 us) and says so; an explicit --preemption-ms wins."""
+    for extra, kappa in (([], "kappa 0.035 ms"), (["--preemption-ms", "0.2"], "kappa 0.200 ms")):
+        proc = subprocess.Popen([find_paamd(), "--backend", "cuda", "--buckets", "3", "--gpu-preempt",
+                                 "--admission", "analysis", "--socket", str(tmp_path / "p.sock"), *extra],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            line = ""
+            deadline = time.monotonic() + 60
+            while "serving on" not in line and time.monotonic() < deadline:
+                line = proc.stderr.readline()
+                if not line and proc.poll() is not None:
+                    break
+            assert "gpu preemption in 20 us slices (" + kappa + ")" in line, line
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _preempt_raw(kernels=("matmul", "spin")) -> dict:
+    """A 'paam_gpu_bench preempt --slicing both' JSON, made up."""
+    def stats(mean):
+        return {"mean": mean, "max": 3 * mean, "min": 0.0, "std": 1.0, "p50": mean, "p99": 2 * mean}
+    def mode(delay, lp):
+        return {"alone_us": stats(100.0), "with_lp_us": stats(100.0 + delay), "delay_us": stats(delay),
+                "lp_alone_us": stats(lp), "lp_with_hp_us": stats(lp + 100), "hp_finished_first": 0.5,
+                "lp_paused": 0.5, "raw_delay_us": [delay] * 3}
+    return {"bench": "preempt", "iters": 3, "lead_us": 0.0, "random_lead": True, "slice_us": 20.0,
+            "device": {"name": "GPU", "stream_priority_least": 0, "stream_priority_greatest": -5},
+            "kernels": {k: {"shape": "s", "lp_shape": "s", "lead_max_us": 1.0, "lp_slicing_cost": 0.05,
+                            "modes": {"off": mode(40.0, 200.0), "on": mode(8.0, 210.0)}} for k in kernels}}
+
+
+def test_gpu_preempt_renders_a_raw_run_without_a_gpu(tmp_path):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(_preempt_raw()))
+    parser = argparse.ArgumentParser()
+    gpu.register(parser.add_subparsers(dest="bench"))
+    args = parser.parse_args(["gpu-preempt", "--raw", str(raw), "--out", str(tmp_path / "out")])
+    assert args.func(args) == 0
+    table = (tmp_path / "out" / "preempt.md").read_text()
+    assert "| matmul | s | off | 100.00 | 40.00 | 80.00 | 120.00 | 200.00 |" in table
+    assert "| spin | s | on | 100.00 | 8.00 | 16.00 | 24.00 | 210.00 | +5.0% |" in table
+    assert (tmp_path / "out" / "preempt.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "out" / "preempt.json").read_text())["result"]["slice_us"] == 20.0
+    # A JSON of another shape (Table I without --slicing) is refused, naming the file.
+    old = _preempt_raw()
+    old["kernels"]["matmul"] = {"shape": "s", "delay_us": {}}
+    raw.write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="not a 'paam_gpu_bench preempt' JSON of per-mode"):
+        args.func(args)
 
 
 def test_stats_summarize_what_the_tables_report():

@@ -168,11 +168,13 @@ struct BackendOptions {
   bool direct = false;         // true inside a client's direct mode (no server)
 };
 
-// The device-level preemption cost kappa (ms) that preemption in slices of `slice_us` bounds:
-// a more urgent kernel waits for the slices already running, plus the time for the lower
-// kernels to see the urgent word and leave the GPU (kSliceLaunchUs, measured on an H100 by
-// `paam bench gpu-preempt`: docs/gpu.md). The analysis takes it as kappa under --gpu-preempt.
-inline constexpr double kSliceLaunchUs = 10.0;
+// The device-level preemption cost kappa (ms) under preemption in slices of `slice_us`: a more
+// urgent kernel waits for the slices already running, plus the time for the lower kernels to see
+// the urgent word and leave the GPU. kSliceLaunchUs covers every delay p99 that
+// `paam bench gpu-preempt` measured with 20 us slices on an H100 (the largest, spin's, 32.8 us;
+// docs/gpu.md), not its maxima: an observation, as a measured kappa is. paamd takes it as kappa
+// under --gpu-preempt unless --preemption-ms is given.
+inline constexpr double kSliceLaunchUs = 15.0;
 inline double SlicedPreemptionMs(int slice_us) { return (slice_us + kSliceLaunchUs) / 1000.0; }
 
 // The lanes of each of `levels` levels: options.lanes[level] where given and above 0, else

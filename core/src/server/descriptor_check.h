@@ -88,7 +88,7 @@ inline uint64_t RequestDue(const shm::RequestDescriptor& d, uint64_t now, uint64
   if (release > now) release = now;
   const uint64_t earliest = now > relative_ns ? now - relative_ns : 0;
   if (release < earliest) release = earliest;
-  return release > UINT64_MAX - relative_ns ? UINT64_MAX - 1 : release + relative_ns;
+  return release >= UINT64_MAX - relative_ns ? UINT64_MAX - 1 : release + relative_ns;  // UINT64_MAX: none
 }
 
 }  // namespace paam

@@ -416,8 +416,9 @@ int main(int argc, char** argv) {
   if (o.queue != "fifo") order += ", queue " + o.queue;
   if (o.fallback != "off") order += ", fallback " + o.fallback;
   if (o.backend.gpu_preempt) {
-    order += ", gpu preemption in " + std::to_string(o.backend.gpu_slice_us) + " us slices (kappa " +
-             std::to_string(o.accel.preemption_ms).substr(0, 5) + " ms)";
+    char kappa[32];
+    std::snprintf(kappa, sizeof(kappa), "%.3f", o.accel.preemption_ms);
+    order += ", gpu preemption in " + std::to_string(o.backend.gpu_slice_us) + " us slices (kappa " + kappa + " ms)";
   }
   paam::Log("serving on %s: backend %s, %d bucket(s)%s, admission %s%s, poll %s%s%s, access %s (pid %d)",
             (*server)->socket_path().c_str(), (*server)->backend_name().c_str(), (*server)->buckets(),

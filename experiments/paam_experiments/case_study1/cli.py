@@ -109,6 +109,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "ones on its core for its whole segments); only an executor that is the "
                         "most urgent on its core spins, the others suspend")
     add_server_arguments(p)
+    p.add_argument("--server-queue", default=None, choices=("fifo", "edf"),
+                   help="the order paamd serves a bucket in (its --queue): fifo (paamd's "
+                        "default), by chain priority; edf, by absolute deadline (each PAAM "
+                        "request carries its chain instance's release, and each client the "
+                        "chain's deadline). The bound column stays the fixed-priority "
+                        "analysis', which does not cover edf (docs/analysis.md)")
     add_keep_awake_argument(p)
     add_gc_argument(p)
     add_executor_wait_argument(p)

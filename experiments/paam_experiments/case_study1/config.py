@@ -103,6 +103,7 @@ class ChainPlan:
     period: float
     best_effort: bool
     callbacks: list[CallbackPlan]
+    deadline: float = 0.0  # ms; what PAAM's clients register as their relative deadline (0: none)
 
 
 @dataclasses.dataclass

@@ -103,9 +103,13 @@ def _executor(plan: ExecutorPlan, path: str, sync: dict) -> None:
     clients = []
     timers = {}
 
+    deadlines = {ch.name: ch.deadline for ch in plan.chains}
+
     def make_client(chain: Chain, cb_name: str):
         if method == "paam":
-            c = chain.client(cb_name, timing=False, socket=plan.socket)
+            # the chain's deadline: paamd --queue edf orders a bucket by it (fifo ignores it)
+            c = chain.client(cb_name, timing=False, socket=plan.socket,
+                             deadline_ms=deadlines[chain.name])
         else:
             c = paam.Client(priority=chain.priority, kernels=["spin"], wait=plan.wait,
                             direct=True, direct_backend=plan.backend,
@@ -113,7 +117,9 @@ def _executor(plan: ExecutorPlan, path: str, sync: dict) -> None:
         clients.append(c)
         return c
 
-    def run_segment(client, ms: float, chain_name: str) -> None:
+    def run_segment(client, ms: float, chain_name: str, release: int) -> None:
+        if method == "paam":
+            client.release_ns = release  # the chain instance's: its absolute deadline under edf
         if kernel_drop:
             at_normal_priority(lambda: client.request("spin", duration_ms=ms))
         else:
@@ -142,7 +148,7 @@ def _executor(plan: ExecutorPlan, path: str, sync: dict) -> None:
                 _burn(burn_ns)
                 c_seg = time.thread_time_ns()
                 for s in segs:
-                    run_segment(client, s, chain_name)
+                    run_segment(client, s, chain_name, release)
                 # a spinning PAAM wait burns CPU time that is the segments', not rclpy's
                 spun = time.thread_time_ns() - c_seg if spins else 0
                 key = (chain_name, release)

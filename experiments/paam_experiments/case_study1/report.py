@@ -49,6 +49,10 @@ def render(o: Outcome) -> str:
                          fmt(x) + ("!" if x > ch.effective_deadline else ""))
         rows.append(cells)
     lines.append(table(rows, right=range(1, len(head))))
+    if getattr(c.server, "server_queue", None) == "edf":
+        lines.append("paamd --queue edf: the bound columns are the fixed-priority analysis' "
+                     "(--queue fifo); it does not cover EDF inside a bucket and gives no bound "
+                     "for it (docs/analysis.md)")
     lines.append("")
     for m, r in runs.results.items():
         notes = sorted(set(r.rt.values()))

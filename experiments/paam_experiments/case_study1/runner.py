@@ -203,6 +203,7 @@ def paamd_args(config: Config, spec: SystemSpec, placement: Placement, buckets: 
                                      paamd.paamd_workers(config.backend, buckets) + 1)
             + paamd.cuda_wait_args(opts)
             + paamd.spin_bucket_args(opts, buckets, placement.server_cpus)
+            + paamd.queue_args(opts)
             + (["--fair-buckets", str(next(iter(fair.values())))] if fair else [])
             + (["--lock-memory"] if config.lock_memory else []))
     args += (["--dispatcher-priority", "0"] if config.server_as_shipped

@@ -92,7 +92,8 @@ def chains_by_executor(spec: SystemSpec) -> dict[str, list[ChainPlan]]:
         by_ex.setdefault(ex_names.pop(), []).append(ChainPlan(
             ch.name, ch.priority, ch.period, ch.best_effort,
             [CallbackPlan(cb.name, cb.wcet, [s.wcet for s in cb.segments])
-             for cb in ch.callbacks]))
+             for cb in ch.callbacks],
+            deadline=0.0 if ch.best_effort else (ch.deadline if ch.deadline is not None else ch.period)))
     return by_ex
 
 

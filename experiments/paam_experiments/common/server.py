@@ -31,6 +31,7 @@ class ServerOptions:
     server_spin_buckets: int | None = None
     server_cuda_wait: str | None = None
     dispatcher_priority: int | None = None
+    server_queue: str | None = None
 
     @classmethod
     def from_args(cls, ns: Any) -> "ServerOptions":
@@ -127,6 +128,12 @@ def cuda_wait_args(opts: ServerOptions) -> list[str]:
     """paamd's --cuda-wait for ``server_cuda_wait`` on the cuda backend (none when unset)."""
     wait = getattr(opts, "server_cuda_wait", None)
     return ["--cuda-wait", wait] if wait and getattr(opts, "backend", "cpu") == "cuda" else []
+
+
+def queue_args(opts: ServerOptions) -> list[str]:
+    """paamd's --queue for ``server_queue`` (none when unset: paamd's fifo)."""
+    queue = getattr(opts, "server_queue", None)
+    return ["--queue", queue] if queue else []
 
 
 def server_poll_label(opts: ServerOptions) -> str:

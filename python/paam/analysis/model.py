@@ -57,9 +57,10 @@ INT32_RANGE = (-2**31, 2**31 - 1)
 INT64_RANGE = (-2**63, 2**63 - 1)
 
 
-#: What a more urgent kernel waits beyond the slices already running, for the lower kernels to see
-#: the urgent word and leave the GPU (paamd's kSliceLaunchUs, core/src/backend/backend.h).
-SLICE_LAUNCH_MS = 0.010
+#: What a more urgent kernel waits beyond the slice already running, for the lower kernels to see
+#: the urgent word and leave the GPU (paamd's kSliceLaunchUs, core/src/backend/backend.h: it covers
+#: every delay p99 measured with 20 us slices on an H100, docs/gpu.md).
+SLICE_LAUNCH_MS = 0.015
 
 
 class InputError(ValueError):

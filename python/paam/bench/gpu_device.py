@@ -1,6 +1,7 @@
-"""``paam bench gpu-kappa`` and ``gpu-backend`` (and the runner of ``gpu-preempt``, :mod:`paam.bench.gpu_preempt`): figures of the C++ binary
-``paam_gpu_bench`` (found with ``--binary``, ``$PAAM_GPU_BENCH``, next to ``paamd``, on PATH,
-or in a ``build*`` folder of the source tree)."""
+"""``paam bench gpu-kappa`` and ``gpu-backend`` (and the runner of ``gpu-preempt``,
+:mod:`paam.bench.gpu_preempt`): figures of the C++ binary ``paam_gpu_bench`` (found with
+``--binary``, ``$PAAM_GPU_BENCH``, next to ``paamd``, on PATH, or in a ``build*`` folder of the
+source tree)."""
 from __future__ import annotations
 
 import argparse

@@ -77,8 +77,10 @@ def plot(raw: dict[str, Any], path: Path) -> None:
     ax1.set_xticks(x, names)
     ax1.set_ylabel("delay of the high-priority kernel (µs)")
     ax1.set_yscale("symlog", linthresh=10)
+    top = max([m["delay_us"]["max"] for n in names for m in raw["kernels"][n]["modes"].values()] + [TARGET_P99_US])
+    ax1.set_ylim(-10, top * 3)
     ax1.set_title(f"delay by low-priority work, {raw['device']['name']}")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, ncol=3, loc="upper center")
     costs = [100 * raw["kernels"][n].get("lp_slicing_cost", np.nan) for n in names]
     ax2.bar(x, costs, 0.6, color=colors["on"])
     ax2.axhline(0, color="black", linewidth=0.8)

@@ -29,23 +29,11 @@ namespace {
 // Errors that leave the context unusable: every later call in this process fails too, until
 // the context is destroyed (CUDA's "sticky" errors). The unit is then lost (Backend::Lost).
 bool Sticky(cudaError_t e) {
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorAssert:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorNvlinkUncorrectable:
-    case cudaErrorContextIsDestroyed:
-      return true;
-    default:
-      return false;
-  }
+  constexpr cudaError_t kSticky[] = {
+      cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorHardwareStackError, cudaErrorIllegalInstruction,
+      cudaErrorMisalignedAddress, cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorECCUncorrectable,
+      cudaErrorAssert, cudaErrorLaunchTimeout, cudaErrorNvlinkUncorrectable, cudaErrorContextIsDestroyed};
+  return std::find(std::begin(kSticky), std::end(kSticky), e) != std::end(kSticky);
 }
 
 // How a worker waits for its stream work (BackendOptions::cuda_wait, paamd --cuda-wait, or
@@ -638,9 +626,7 @@ Status CudaBackend::Run(const KernelCall& call, int level, int lane, DeviceTimes
   Lane* l = LaneOf(region->device_index, level, lane);
   if (l == nullptr) return Status(Errc::kInvalidArgument, "cuda: no such level/lane");
   if (!call.kernel->HasCuda()) {
-    return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name +
-                                            "' has no CUDA version (paamd --fallback cpu-on-overload runs its CPU "
-                                            "version instead)");
+    return Status(Errc::kUnknownKernel, "cuda: kernel '" + call.kernel->name + "' has no CUDA version");
   }
   void* d_input = st->d_input;
   void* d_output = st->d_output;

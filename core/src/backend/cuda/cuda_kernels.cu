@@ -34,20 +34,26 @@ struct Gate {
   unsigned int* pause;
   volatile unsigned int* paused_host;
   unsigned long long* next;  // this launch's ticket counter
+  unsigned long long* done;  // and its count of items finished
   unsigned long long items;  // items of this launch
   unsigned long long leader_every;
 };
 
+// Blocks that never read the host words (a kernel of many short blocks that is not preemptible
+// is not cancellable either: it is over before a stop could matter).
+constexpr uint64_t kNoLeader = ~0ull;
+
 // The gate of one launch (`phase` of the request) with `items` items. Host code.
 Gate GateFor(uint64_t leader_every, uint64_t phase, uint64_t items) {
-  Gate g{t_cancel.host_word, t_cancel.device_word, t_cancel.ticket, nullptr, nullptr, nullptr, nullptr, items,
-         leader_every == 0 ? 1 : leader_every};
+  Gate g{t_cancel.host_word, t_cancel.device_word, t_cancel.ticket, nullptr, nullptr, nullptr, nullptr, nullptr,
+         items, leader_every == 0 ? 1 : leader_every};
   if (t_preempt.state != nullptr && phase < kMaxPhases) {
     auto* st = static_cast<CudaPreemptState*>(t_preempt.state);
     g.urgent = t_preempt.urgent;
     g.pause = &st->pause;
     g.paused_host = t_preempt.paused_device;
-    g.next = &st->next[phase];
+    g.next = &st->phase[phase].next;
+    g.done = &st->phase[phase].done;
   }
   return g;
 }
@@ -61,8 +67,8 @@ bool BeginPreemptible(cudaStream_t s, uint64_t phases) {
   if (!Preemptible()) return true;
   *reinterpret_cast<volatile unsigned int*>(t_preempt.paused_host) = 0;
   const size_t bytes = t_preempt.resume ? sizeof(unsigned int)
-                                        : offsetof(CudaPreemptState, next) +
-                                              sizeof(unsigned long long) * std::min<uint64_t>(phases, kMaxPhases);
+                                        : offsetof(CudaPreemptState, phase) +
+                                              sizeof(CudaPreemptState::Phase) * std::min<uint64_t>(phases, kMaxPhases);
   return cudaMemsetAsync(t_preempt.state, 0, bytes, s) == cudaSuccess;
 }
 
@@ -76,8 +82,10 @@ __device__ __forceinline__ void RaisePause(const Gate& g) {
 
 // The item this block runs next, or kNoItem when it must exit (cancelled, paused, or no item
 // left). Thread 0 only. An item taken is always run to its end: that is what makes a resumed
-// launch run every item exactly once. The words are all read before any is looked at, so that
-// a leader's two reads across the bus overlap.
+// launch run every item exactly once. Only leaders read the host words (a read across the bus
+// takes about a microsecond, and the GPU serves such reads one after another: a read per block
+// would cost more than the blocks' work); the others read the device words the leaders and the
+// watcher (Watch) keep. The words are all read before any is looked at, so that the reads overlap.
 __device__ __forceinline__ unsigned long long TakeItem(const Gate& g, unsigned long long block, bool leader) {
   const bool cancellable = g.ticket != 0, preemptible = g.next != nullptr;
   const unsigned long long cancel_host = leader && cancellable ? *g.cancel_host : 0;
@@ -101,8 +109,48 @@ __device__ __forceinline__ unsigned long long TakeItem(const Gate& g, unsigned l
   return t < g.items ? t : kNoItem;
 }
 
-// The last block of every leader_every: a launch of fewer blocks reads no host word, so that
-// a tiny kernel pays no trip across the bus (it is over before a stop could matter).
+// The watcher of a preemptible launch of many short blocks: block 0 of a grid one block larger
+// than its items, whose thread 0 reads the host words over and over (about once a microsecond)
+// until the launch needs it no more: the urgent word rose (it raises the pause word, which the
+// item blocks read at their start), the request was cancelled, or every item has finished. One
+// reader across the bus per launch, however many blocks.
+__device__ void Watch(const Gate& g) {
+  for (;;) {
+    const unsigned long long urgent = *g.urgent;
+    const unsigned long long cancel_host = g.ticket != 0 ? *g.cancel_host : 0;
+    if (*reinterpret_cast<volatile unsigned int*>(g.pause) != 0) return;
+    if (g.ticket != 0 && (*g.cancel_device == g.ticket || cancel_host == g.ticket)) {
+      *g.cancel_device = g.ticket;
+      __threadfence();
+      return;
+    }
+    if (urgent != 0) {
+      RaisePause(g);
+      return;
+    }
+    if (*reinterpret_cast<volatile unsigned long long*>(g.done) >= g.items) return;
+  }
+}
+
+// Thread 0's start of a block of a kernel with a watcher: block 0 watches (and takes no item),
+// the others take items as TakeItem does, reading no host word.
+__device__ __forceinline__ unsigned long long WatchOrTake(const Gate& g, unsigned long long block,
+                                                          unsigned long long leader_every) {
+  if (g.next == nullptr) return TakeItem(g, block, block % leader_every == leader_every - 1);
+  if (block == 0) {
+    Watch(g);
+    return kNoItem;
+  }
+  return TakeItem(g, block, false);
+}
+
+// After a block's item, with every thread of the block past it: counted for the watcher.
+__device__ __forceinline__ void ItemDone(const Gate& g) {
+  if (g.done != nullptr && threadIdx.x == 0) atomicAdd(g.done, 1ull);
+}
+
+// The last block of every leader_every (the cancellation readers of spin's waves and matmul's
+// k-slices when they are not preemptible).
 __device__ __forceinline__ bool IsLeader(const Gate& g, unsigned long long block) {
   return block % g.leader_every == g.leader_every - 1;
 }
@@ -122,7 +170,7 @@ __global__ void __launch_bounds__(kVecThreads) VectorAddKernel(const float* __re
                                                                 const float* __restrict__ b,
                                                                 float* __restrict__ c, uint64_t n, Gate g) {
   __shared__ unsigned long long item;
-  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
+  if (threadIdx.x == 0) item = WatchOrTake(g, blockIdx.x, g.leader_every);
   __syncthreads();
   if (item == kNoItem) return;
   const uint64_t base = item * kVecPerBlock + threadIdx.x;
@@ -130,6 +178,10 @@ __global__ void __launch_bounds__(kVecThreads) VectorAddKernel(const float* __re
   for (int i = 0; i < kVecPerThread; ++i) {
     const uint64_t idx = base + static_cast<uint64_t>(i) * kVecThreads;
     if (idx < n) c[idx] = a[idx] + b[idx];
+  }
+  if (g.done != nullptr) {
+    __syncthreads();
+    ItemDone(g);
   }
 }
 
@@ -149,21 +201,22 @@ constexpr int kMmThreads = 256;
 __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restrict__ A,
                                                             const float* __restrict__ B,
                                                             float* __restrict__ C, int M, int K, int N,
-                                                            int k_begin, int k_end, int accumulate, Gate g) {
+                                                            int k_begin, int k_end, int accumulate, int gx,
+                                                            Gate g) {
   __shared__ float As[kTileK][kTile + 4];  // A tile transposed: As[k][row]
   __shared__ float Bs[kTileK][kTile + 4];
   __shared__ unsigned long long item;
   if (threadIdx.x == 0) {
     const unsigned long long block = static_cast<unsigned long long>(blockIdx.y) * gridDim.x + blockIdx.x;
-    item = TakeItem(g, block, IsLeader(g, block));
+    item = WatchOrTake(g, block, g.leader_every);
   }
   __syncthreads();
   if (item == kNoItem) return;
   const int tid = threadIdx.x;
   const int tx = tid % 16;
   const int ty = tid / 16;
-  const int row0 = static_cast<int>(item / gridDim.x) * kTile;
-  const int col0 = static_cast<int>(item % gridDim.x) * kTile;
+  const int row0 = static_cast<int>(item / gx) * kTile;
+  const int col0 = static_cast<int>(item % gx) * kTile;
   float acc[4][4] = {};
   for (int k0 = k_begin; k0 < k_end; k0 += kTileK) {
 #pragma unroll
@@ -206,6 +259,10 @@ __global__ void __launch_bounds__(kMmThreads) MatmulKernel(const float* __restri
       *out = accumulate ? *out + acc[i][j] : acc[i][j];
     }
   }
+  if (g.done != nullptr) {
+    __syncthreads();
+    ItemDone(g);
+  }
 }
 
 // ---------------------------------------------------------------- reduction
@@ -219,7 +276,7 @@ __global__ void __launch_bounds__(kRedThreads) ReductionKernel(const float* __re
                                                                 float* __restrict__ out, Gate g) {
   __shared__ float warp_sums[kRedThreads / 32];
   __shared__ unsigned long long item;
-  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
+  if (threadIdx.x == 0) item = WatchOrTake(g, blockIdx.x, g.leader_every);
   __syncthreads();
   if (item == kNoItem) return;
   const uint64_t base = item * kRedPerBlock + threadIdx.x;
@@ -239,6 +296,7 @@ __global__ void __launch_bounds__(kRedThreads) ReductionKernel(const float* __re
     for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
     if (threadIdx.x == 0) atomicAdd(out, s);
   }
+  ItemDone(g);  // thread 0, after its own atomic: the block's item is in
 }
 
 // ---------------------------------------------------------------- histogram
@@ -252,7 +310,7 @@ __global__ void __launch_bounds__(kHistThreads) HistogramKernel(const uint8_t* _
                                                                  unsigned int* __restrict__ out, Gate g) {
   __shared__ unsigned int bins[256];
   __shared__ unsigned long long item;
-  if (threadIdx.x == 0) item = TakeItem(g, blockIdx.x, IsLeader(g, blockIdx.x));
+  if (threadIdx.x == 0) item = WatchOrTake(g, blockIdx.x, g.leader_every);
   bins[threadIdx.x] = 0;
   __syncthreads();
   if (item == kNoItem) return;
@@ -265,6 +323,10 @@ __global__ void __launch_bounds__(kHistThreads) HistogramKernel(const uint8_t* _
   __syncthreads();
   const unsigned int v = bins[threadIdx.x];
   if (v != 0) atomicAdd(&out[threadIdx.x], v);
+  if (g.done != nullptr) {
+    __syncthreads();
+    ItemDone(g);
+  }
 }
 
 // ---------------------------------------------------------------- spin
@@ -341,10 +403,6 @@ int ComputeSpinSlots(int device) {
 
 }  // namespace
 
-// One block in this many reads the host words (IsLeader), in the kernels of many short blocks;
-// matmul's preemptible blocks (a k-slice each, launched all at once) all do.
-constexpr uint64_t kLeaderEvery = 32;
-
 int VectorAddCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < 2 * n * sizeof(float) || a->output_bytes < n * sizeof(float)) {
@@ -352,10 +410,11 @@ int VectorAddCuda(const paam_kernel_args* a) {
   }
   const auto* x = static_cast<const float*>(a->input);
   const uint64_t blocks = SliceCount(n, kVecPerBlock);
-  if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
+  if (blocks >= 0x7fffffffull) return PAAM_KERNEL_EINVAL;
   if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
-  VectorAddKernel<<<static_cast<unsigned>(blocks), kVecThreads, 0, StreamOf(a)>>>(
-      x, x + n, static_cast<float*>(a->output), n, GateFor(kLeaderEvery, 0, blocks));
+  const uint64_t grid = blocks + (Preemptible() ? 1 : 0);  // preemptible: and the watcher
+  VectorAddKernel<<<static_cast<unsigned>(grid), kVecThreads, 0, StreamOf(a)>>>(
+      x, x + n, static_cast<float*>(a->output), n, GateFor(kNoLeader, 0, blocks));
   return Launched();
 }
 
@@ -365,22 +424,23 @@ int MatmulCuda(const paam_kernel_args* a) {
   if (a->input_bytes < (m * k + k * n) * sizeof(float) || a->output_bytes < m * n * sizeof(float)) {
     return PAAM_KERNEL_EINVAL;
   }
-  const uint64_t gy = (m + kTile - 1) / kTile;
+  const uint64_t gx = (n + kTile - 1) / kTile, gy = (m + kTile - 1) / kTile;
   if (gy > 65535) return PAAM_KERNEL_EINVAL;
   const auto* A = static_cast<const float*>(a->input);
-  dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>(gy));
-  const uint64_t tiles = uint64_t{grid.x} * grid.y;
-  const KSlices ks = MatmulKSlices(k, Preemptible() ? std::max<uint64_t>(1, t_preempt.slice_ns) : 0);
+  const uint64_t tiles = gx * gy;
+  // Preemptible: a row of tiles + 1 blocks (block 0 watches); else the 2-D grid of tiles, one
+  // block of each k-slice reading the cancel word.
+  const bool preemptible = Preemptible();
+  const dim3 grid = preemptible ? dim3(static_cast<unsigned>(tiles + 1)) : dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  const KSlices ks = MatmulKSlices(k, preemptible ? std::max<uint64_t>(1, t_preempt.slice_ns) : 0);
   if (!BeginPreemptible(StreamOf(a), ks.count)) return PAAM_KERNEL_EFAILED;
   for (uint64_t i = 0; i < ks.count; ++i) {
     const Range r = ks.At(k, i);
-    // Cancellable: one block of each k-slice looks; preemptible: every block does (all
-    // of a k-slice's blocks start together, and a block that missed the pause runs a slice).
-    const Gate g = Preemptible() ? GateFor(1, i, tiles) : GateFor(tiles, i, tiles);
     MatmulKernel<<<grid, kMmThreads, 0, StreamOf(a)>>>(A, A + m * k, static_cast<float*>(a->output),
                                                        static_cast<int>(m), static_cast<int>(k),
                                                        static_cast<int>(n), static_cast<int>(r.begin),
-                                                       static_cast<int>(r.end), i > 0 ? 1 : 0, g);
+                                                       static_cast<int>(r.end), i > 0 ? 1 : 0, static_cast<int>(gx),
+                                                       GateFor(preemptible ? kNoLeader : tiles, i, tiles));
     if (const int rc = Launched(); rc != 0) return rc;
   }
   return 0;
@@ -390,12 +450,13 @@ int ReductionCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < n * sizeof(float) || a->output_bytes < sizeof(float)) return PAAM_KERNEL_EINVAL;
   const uint64_t blocks = SliceCount(n, kRedPerBlock);
-  if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
+  if (blocks >= 0x7fffffffull) return PAAM_KERNEL_EINVAL;
   if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
   const bool fresh = !Preemptible() || !t_preempt.resume;  // a resumed sum keeps its partial sums
   if (fresh && cudaMemsetAsync(a->output, 0, sizeof(float), StreamOf(a)) != cudaSuccess) return PAAM_KERNEL_EFAILED;
-  ReductionKernel<<<static_cast<unsigned>(blocks), kRedThreads, 0, StreamOf(a)>>>(
-      static_cast<const float*>(a->input), n, static_cast<float*>(a->output), GateFor(kLeaderEvery, 0, blocks));
+  const uint64_t grid = blocks + (Preemptible() ? 1 : 0);
+  ReductionKernel<<<static_cast<unsigned>(grid), kRedThreads, 0, StreamOf(a)>>>(
+      static_cast<const float*>(a->input), n, static_cast<float*>(a->output), GateFor(kNoLeader, 0, blocks));
   return Launched();
 }
 
@@ -403,14 +464,15 @@ int HistogramCuda(const paam_kernel_args* a) {
   const uint64_t n = a->params[0];
   if (n == 0 || a->input_bytes < n || a->output_bytes < 256 * sizeof(uint32_t)) return PAAM_KERNEL_EINVAL;
   const uint64_t blocks = SliceCount(n, kHistPerBlock);
-  if (blocks > 0x7fffffffull) return PAAM_KERNEL_EINVAL;
+  if (blocks >= 0x7fffffffull) return PAAM_KERNEL_EINVAL;
   if (!BeginPreemptible(StreamOf(a), 1)) return PAAM_KERNEL_EFAILED;
   const bool fresh = !Preemptible() || !t_preempt.resume;
   if (fresh && cudaMemsetAsync(a->output, 0, 256 * sizeof(uint32_t), StreamOf(a)) != cudaSuccess) {
     return PAAM_KERNEL_EFAILED;
   }
-  HistogramKernel<<<static_cast<unsigned>(blocks), kHistThreads, 0, StreamOf(a)>>>(
-      static_cast<const uint8_t*>(a->input), n, static_cast<unsigned int*>(a->output), GateFor(kLeaderEvery, 0, blocks));
+  const uint64_t grid = blocks + (Preemptible() ? 1 : 0);
+  HistogramKernel<<<static_cast<unsigned>(grid), kHistThreads, 0, StreamOf(a)>>>(
+      static_cast<const uint8_t*>(a->input), n, static_cast<unsigned int*>(a->output), GateFor(kNoLeader, 0, blocks));
   return Launched();
 }
 

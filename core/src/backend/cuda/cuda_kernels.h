@@ -12,25 +12,28 @@
 // busy for one "slice" timed by the GPU's %globaltimer (default kDefaultSpinSliceNs); matmul's
 // block time grows with k (one 64x64 output tile over the whole k).
 //
-// Cancellation. Every built-in but `noop` stops early when the server cancels its request (the
-// backend sets CudaCancel on the calling thread before run_cuda): some blocks (every block of
-// matmul's k-slice launches, one of each wave of spin, one in 32 of the others) read the
-// server's word in mapped pinned host memory at their start; when it holds the request's ticket
-// that block writes the ticket into a word in device memory, which every block reads at its
-// start, and the blocks still to run exit at once. So a cancelled kernel stops within about a
-// block, but the request ends only once the blocks still to run have exited: for a full-width
-// spin, about an eighth of the time it had left (a 5 s spin stopped at 0.2 s ended 0.6 s later,
-// H200, 2026-11-26); other streams get the GPU's block slots meanwhile. Their output is then not
-// valid.
+// Cancellation. `spin` and `matmul` stop early when the server cancels their request (the
+// backend sets CudaCancel on the calling thread before run_cuda), and so do the others when they
+// are preemptible (below): one block of each wave of spin, of each of matmul's k-slice launches,
+// or a preemptible launch's watcher, reads the server's word in mapped pinned host memory; when it
+// holds the request's ticket that block writes the ticket into a word in device memory, which
+// every block reads at its start, and the blocks still to run exit at once. (Few blocks read
+// host memory: such a read takes about a microsecond and the GPU serves them one at a time.) So a
+// cancelled kernel stops within about a block, but the request ends only once the blocks still
+// to run have exited: for a full-width spin, about an eighth of the time it had left (a 5 s spin
+// stopped at 0.2 s ended 0.6 s later, H200, 2026-11-26); other streams get the GPU's block slots
+// meanwhile. Their output is then not valid. vector_add, reduction and histogram, not
+// preemptible, run to their end.
 //
 // Preemption (CudaPreempt, set by the backend for the lanes of a lower bucket when paamd runs
 // with --gpu-preempt; docs/gpu.md "Preemption in slices"). A preemptible launch hands out its
 // items (vector_add's, reduction's and histogram's blocks of elements, matmul's 64x64 tiles of
 // one k-slice, spin's slices of time) through a ticket counter of the lane's state in device
-// memory, and every item is short: at most a slice (20 us by default). While the host word
-// `urgent` is nonzero (a more urgent bucket of the GPU has work) the blocks that would take an
-// item exit instead, after the first of them raised the lane's pause word (device) and its flag
-// in host memory. The worker then waits until no more urgent work is left and runs the entry
+// memory, and every item is short: at most a slice (20 us by default). Block 0 of each launch
+// (one more block than items) is its watcher: it reads the host word `urgent` about once a
+// microsecond until every item is done; once the word is nonzero (a more urgent bucket of the GPU
+// has work) it raises the lane's pause word (device) and its flag in host memory, and the blocks
+// that would take an item exit instead. The worker then waits until no more urgent work is left and runs the entry
 // point again with `resume` set: each launch takes up its counter where it stopped, so every
 // item runs exactly once and the output is the one an uninterrupted run gives. A preemptible
 // spin is `width` persistent one-warp blocks that each take slices until none is left; a few of
@@ -71,11 +74,15 @@ struct CudaPreempt {
   uint64_t slice_ns = kDefaultPreemptSliceNs;  // the longest an item may take
   bool resume = false;  // take up a request that stopped: no re-initialization of the output
 };
-// A lane's state in device memory: the pause word, then one ticket counter per phase.
+// A lane's state in device memory: the pause word, then per phase (launch) its ticket counter
+// and its count of finished items.
 struct CudaPreemptState {
   unsigned int pause;
   unsigned int reserved;
-  unsigned long long next[kMaxPhases];
+  struct Phase {
+    unsigned long long next;
+    unsigned long long done;
+  } phase[kMaxPhases];
 };
 // Sets this thread's preemption for the entry points it calls next.
 void SetCudaPreempt(const CudaPreempt& preempt);

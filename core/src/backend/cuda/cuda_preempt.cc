@@ -81,6 +81,11 @@ bool CudaPreemptWords::Paused(size_t lane) const {
   return *flag != 0;
 }
 
+void CudaPreemptWords::ClearPaused(size_t lane) {
+  if (lane >= lanes_) return;
+  *reinterpret_cast<volatile unsigned int*>(static_cast<char*>(host_) + (static_cast<size_t>(levels_) + lane) * kStride) = 0;
+}
+
 bool MoreUrgent::Now() const {
   if (words != nullptr && words->Urgent(level)) return true;
   if (depth != nullptr && *depth) {
@@ -109,6 +114,7 @@ bool MoreUrgent::WaitGone(const std::atomic<uint64_t>* cancel, uint64_t ticket) 
 PreemptScope::PreemptScope(const MoreUrgent& urgent, CudaPreemptWords* words, size_t lane, uint64_t slice_ns)
     : urgent_(urgent), words_(words), lane_(lane), slice_ns_(slice_ns) {
   words_->Enter(urgent_.level);
+  if (Preemptible()) words_->ClearPaused(lane_);  // a kernel that is not a built-in never sets it
 }
 
 PreemptScope::~PreemptScope() { words_->Leave(urgent_.level); }

@@ -53,6 +53,8 @@ class CudaPreemptWords {
   cuda::CudaPreempt Kernels(size_t lane, int level, uint64_t slice_ns, bool resume) const;
   // After the lane's stream work is done: its kernel stopped for more urgent work.
   bool Paused(size_t lane) const;
+  // Before a request: no pause left from one that ended while paused (cancelled).
+  void ClearPaused(size_t lane);
 
  private:
   static constexpr size_t kStride = 64;  // one cache line per host word

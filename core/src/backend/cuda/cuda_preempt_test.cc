@@ -77,6 +77,7 @@ class SlicedKernels : public ::testing::Test {
     EXPECT_EQ(cudaMalloc(&dout, std::max<uint64_t>(c.output_bytes, 256)), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(din, c.input.data(), c.input.size(), cudaMemcpyHostToDevice), cudaSuccess);
     EXPECT_EQ(cudaMemset(dout, 0x5a, c.output_bytes), cudaSuccess);  // not what any kernel writes
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's memset is not ordered with stream_
     paam_kernel_args a{};
     a.input = din;
     a.input_bytes = c.input.size();
@@ -207,6 +208,39 @@ TEST_F(SlicedKernels, APausedSpinResumesAndSpinsItsWholeDuration) {
 
 // ------------------------------------------------------------------ through the backend
 
+// No GPU needed: a version 2 kernel's CUDA slices come as a pair, and with run_cuda.
+TEST(PluginSlices, TheRegistryTakesCudaSlicesOnlyAsAPairBesideRunCuda) {
+  KernelRegistry reg;
+  auto slices = [](void*, const paam_kernel_args*) -> uint64_t { return 2; };
+  auto slice = [](void*, const paam_kernel_args*, uint64_t, uint64_t, char*, size_t) { return PAAM_KERNEL_OK; };
+  auto run = [](void*, const paam_kernel_args*, char*, size_t) { return PAAM_KERNEL_OK; };
+  auto plan = [](void*, const paam_plan_args*, uint64_t* out, char*, size_t) {
+    *out = 8;
+    return PAAM_KERNEL_OK;
+  };
+  paam_kernel_v2 k{"sliced", "", nullptr, nullptr, plan, nullptr, run, slices, slice};
+  ASSERT_TRUE(reg.Add(k).ok());
+  EXPECT_TRUE(reg.Find("sliced")->HasCudaSlices());
+  paam_kernel_args a{};
+  EXPECT_EQ(reg.Find("sliced")->CudaSlices(&a), 2u);
+  k.name = "half";
+  k.run_cuda_slice = nullptr;
+  Status s = reg.Add(k);
+  EXPECT_EQ(s.code(), Errc::kInvalidArgument);
+  EXPECT_NE(s.message().find("cuda_slices and run_cuda_slice go together"), std::string::npos) << s.ToString();
+  k.name = "no_run";
+  k.run_cuda_slice = slice;
+  k.run_cuda = nullptr;
+  k.run_cpu = run;
+  EXPECT_EQ(reg.Add(k).code(), Errc::kInvalidArgument);
+  k.name = "plain";
+  k.cuda_slices = nullptr;
+  k.run_cuda_slice = nullptr;
+  ASSERT_TRUE(reg.Add(k).ok());
+  EXPECT_FALSE(reg.Find("plain")->HasCudaSlices());
+  EXPECT_EQ(reg.Find("plain")->CudaSlices(&a), 0u);
+}
+
 // A region of host memory like a client's.
 class HostRegion {
  public:
@@ -256,6 +290,18 @@ int HoldSlice(void*, const paam_kernel_args* a, uint64_t begin, uint64_t end, ch
   return cuda::SpinCuda(&s);
 }
 
+// A plugin kernel that counts its runs.
+std::atomic<int> g_count_runs{0};
+int PlanCount(void*, const paam_plan_args*, uint64_t* out, char*, size_t) {
+  *out = 8;
+  return PAAM_KERNEL_OK;
+}
+int CountCuda(void*, const paam_kernel_args* a, char*, size_t) {
+  g_count_runs.fetch_add(1);
+  return cudaMemsetAsync(a->output, 0, 8, static_cast<cudaStream_t>(a->stream)) == cudaSuccess ? PAAM_KERNEL_OK
+                                                                                               : PAAM_KERNEL_EFAILED;
+}
+
 class PreemptBackend : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -269,6 +315,8 @@ class PreemptBackend : public ::testing::Test {
     hold.cuda_slices = nullptr;
     hold.run_cuda_slice = nullptr;
     ASSERT_TRUE(registry_.Add(hold).ok());
+    paam_kernel_v2 count{"count", "() -> u64", nullptr, nullptr, PlanCount, nullptr, CountCuda, nullptr, nullptr};
+    ASSERT_TRUE(registry_.Add(count).ok());
   }
 
   std::unique_ptr<Backend> Make(bool preempt) {
@@ -460,6 +508,44 @@ TEST_F(PreemptBackend, ALowerLevelsRequestWaitsWhileMoreUrgentWorkRunsOrIsQueued
   cancel.join();
   EXPECT_EQ(s.code(), Errc::kCancelled) << s.ToString();
   b->SetQueueDepth({});
+  b->DetachRegion(&lp.mem);
+  b->DetachRegion(&hp.mem);
+}
+
+// A request cancelled while paused leaves its lane clean: the next request there (a plugin
+// kernel, which never clears the pause itself) runs once, not again as if it had paused.
+TEST_F(PreemptBackend, ACancelWhilePausedLeavesNoPauseForTheLanesNextRequest) {
+  auto b = Make(true);
+  ASSERT_NE(b, nullptr);
+  HostRegion lp(0, 8), hp(0, 8);
+  ASSERT_TRUE(b->AttachRegion(&lp.mem).ok());
+  ASSERT_TRUE(b->AttachRegion(&hp.mem).ok());
+  std::atomic<uint64_t>* word = b->CancelWord(0, 1, 0);
+  ASSERT_NE(word, nullptr);
+  word->store(0);
+  Status lp_status;
+  std::thread low([&] {
+    ASSERT_TRUE(b->PrepareWorker(0, 1, 0, nullptr).ok());
+    lp_status = RunOn(b.get(), &lp, "spin", {300'000'000, 0, 0}, 0, 1, nullptr, word, 9);
+  });
+  std::this_thread::sleep_for(milliseconds(30));
+  std::thread high([&] {
+    ASSERT_TRUE(b->PrepareWorker(0, 0, 0, nullptr).ok());
+    EXPECT_TRUE(RunOn(b.get(), &hp, "spin", {150'000'000, 0, 25}, 0, 0).ok());
+  });
+  std::this_thread::sleep_for(milliseconds(60));  // the long spin is paused now
+  word->store(9);
+  low.join();
+  high.join();
+  EXPECT_EQ(lp_status.code(), Errc::kCancelled) << lp_status.ToString();
+  word->store(0);
+  g_count_runs = 0;
+  std::thread again([&] {
+    ASSERT_TRUE(b->PrepareWorker(0, 1, 0, nullptr).ok());
+    EXPECT_TRUE(RunOn(b.get(), &lp, "count", {}, 0, 1).ok());
+  });
+  again.join();
+  EXPECT_EQ(g_count_runs.load(), 1);
   b->DetachRegion(&lp.mem);
   b->DetachRegion(&hp.mem);
 }
