@@ -195,11 +195,14 @@ void DescriptorSeeds() {
   Ring("refused", 10, 13, {add, noop},
        {Desc(0, 8192, {1024}), Desc(1, 16, {4096}), Desc(7, 0, {0}), Desc(0, 8, {1}, 0x80)});
   Ring("broken_ring", 100, 400, {add}, {Desc(0, 8, {1})});
-  // Releases (--queue edf): before the submission, after it, and long before it.
-  Ring("releases", 7, 10, {spin},
+  // Releases (--queue edf; the target takes the relative deadline from params[3]): before the
+  // submission, after it, long before it, and one whose deadline lands on UINT64_MAX (the
+  // reproducer of RequestDue answering "no deadline" there).
+  Ring("releases", 6, 10, {spin},
        {Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 4'990'000'000),
         Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 9'000'000'000),
-        Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 1)});
+        Desc(0, 0, {1000, 0, 0, 50'000'000}, 0, 5'000'000'000, 1),
+        Desc(0, 0, {1000, 0, 0, UINT64_MAX - 63}, 0, 5'000'000'000, 63)});
 }
 
 // A registration sequence for fuzz_admission.

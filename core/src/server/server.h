@@ -64,7 +64,8 @@ struct ServerOptions {
   // Multi-version kernels (fallback.h): "off" (the default) or "cpu-on-overload": a request of a
   // kernel that has a CPU version runs that version, on a fallback worker off the device, when
   // its bucket's queue would make it miss its deadline and the CPU version's recent time meets
-  // it, or when the device is lost; the completion says where it ran (shm ran_on).
+  // it, when the device is lost, or when the device has no version of the kernel; the
+  // completion says where it ran (shm ran_on).
   std::string fallback = "off";
   // Largest input or output area one region may declare. Default 256 MiB.
   uint64_t max_region_bytes = 256ull << 20;
