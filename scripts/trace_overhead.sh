@@ -20,12 +20,17 @@ bench() { paam_overhead_bench --socket "$sock" --wait spin --payload 8 --request
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d.get('round_trip') or d['stages']['round_trip']; print(r['$2'])" "$1"; }
 off=() on=()
 for r in $(seq "$reps"); do
+  t0=$(date +%s.%N)
   bench off
-  paam trace --socket "$sock" --duration 3600 -o "$dir/trace.json" >"$dir/trace.log" 2>&1 &
+  # The trace covers the second run: started a second before it, for as long as the first run
+  # took and two seconds more. (A background job of a script ignores SIGINT, so the trace is not
+  # stopped with Ctrl-C's signal.)
+  secs=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]) + 3, 1))" "$t0" "$(date +%s.%N)")
+  paam trace --socket "$sock" --duration "$secs" -o "$dir/trace.json" >"$dir/trace.log" 2>&1 &
   tracer=$!
   sleep 1
   bench on
-  kill -INT "$tracer"; wait "$tracer" || true
+  wait "$tracer" || { echo "trace_overhead: paam trace failed:"; cat "$dir/trace.log"; exit 1; }
   o=$(field "$dir/off.json" p50_us) n=$(field "$dir/on.json" p50_us)
   echo "run $r: trace off p50 $o us mean $(field "$dir/off.json" mean_us) us; trace on p50 $n us mean $(field "$dir/on.json" mean_us) us ($(grep -o '[0-9]* requests recorded[^;]*' "$dir/trace.log" | head -n 1))"
   off+=("$o") on+=("$n")
