@@ -56,15 +56,18 @@ artifacts="$FUZZ_BUILD/artifacts"
 mkdir -p "$artifacts"
 total=0
 crashes=0
-for t in "${TARGETS[@]}"; do
-  bin="$FUZZ_BUILD/core/fuzz/$t"
-  seeds="core/fuzz/corpus/$t"
+# run_target NAME SEEDS SMOKE_RUNS COMMAND...: runs one target (a libFuzzer binary, or the
+# atheris script, which takes libFuzzer's flags) on a working corpus and its seeds, and counts
+# its executions and findings.
+run_target() {
+  local t=$1 seeds=$2 smoke_runs=$3 work log rc=0 before start secs execs found budget
+  shift 3
   log="$LOGS/fuzz-$t.log"
   if [ "$mode" = smoke ]; then
     # A fresh working corpus each time: the same seeds, the same runs, the same result.
     work="$FUZZ_BUILD/corpus-smoke/$t"
     rm -rf "$work"
-    budget=(-runs="${FUZZ_SMOKE_RUNS:-200000}" -seed=1 -max_total_time=120)
+    budget=(-runs="$smoke_runs" -seed=1 -max_total_time=120)
   else
     work="$FUZZ_BUILD/corpus-long/$t"
     if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); else budget=(-max_total_time="${FUZZ_SECONDS:-300}"); fi
@@ -72,46 +75,9 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work"
   before=$(find "$artifacts" -type f | wc -l)
   start=$(date +%s)
-  rc=0
   # -timeout: one input running this long is a hang (a finding). -rss_limit_mb: an input that
   # makes the code under test allocate this much is one too.
-  "$bin" "${budget[@]}" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$artifacts/$t-" "$work" "$seeds" >"$log" 2>&1 || rc=$?
-  secs=$(($(date +%s) - start))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  found=$(($(find "$artifacts" -type f | wc -l) - before))
-  total=$((total + ${execs:-0}))
-  if [ $rc -ne 0 ] || [ "$found" -gt 0 ]; then
-    crashes=$((crashes + (found > 0 ? found : 1)))
-    echo "$t: FAILED (exit $rc) after ${execs:-?} executions in ${secs} s; the input is in $artifacts; the last lines of $log:"
-    tail -n 30 "$log"
-  else
-    echo "$t: ${execs:-?} executions in ${secs} s, 0 crashes ($(sed -n 's/^INFO: Seed: //p' "$log" | head -n 1 | sed 's/^/seed /'); log: $log)"
-  fi
-done
-
-# The Python target (atheris): the system YAML loader and the analysis behind `paam analyze`,
-# with the venv's paam. Fewer runs: each one goes through PyYAML and the analysis.
-ntargets=${#TARGETS[@]}
-PY=${PY:-.venv/bin/python}
-t=fuzz_system_yaml
-if "$PY" -c 'import atheris, paam.analysis' >/dev/null 2>&1; then
-  ntargets=$((ntargets + 1))
-  seeds=python/paam/examples
-  log="$LOGS/fuzz-$t.log"
-  if [ "$mode" = smoke ]; then
-    work="$FUZZ_BUILD/corpus-smoke/$t"
-    rm -rf "$work"
-    budget=(-runs="${FUZZ_SMOKE_PY_RUNS:-3000}" -seed=1 -max_total_time=120)
-  else
-    work="$FUZZ_BUILD/corpus-long/$t"
-    if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); else budget=(-max_total_time="${FUZZ_SECONDS:-300}"); fi
-  fi
-  mkdir -p "$work"
-  before=$(find "$artifacts" -type f | wc -l)
-  start=$(date +%s)
-  rc=0
-  "$PY" python/fuzz/fuzz_system_yaml.py "${budget[@]}" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$@" "${budget[@]}" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/$t-" "$work" "$seeds" >"$log" 2>&1 || rc=$?
   secs=$(($(date +%s) - start))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
@@ -124,8 +90,21 @@ if "$PY" -c 'import atheris, paam.analysis' >/dev/null 2>&1; then
   else
     echo "$t: ${execs:-?} executions in ${secs} s, 0 crashes (log: $log)"
   fi
+}
+
+for t in "${TARGETS[@]}"; do
+  run_target "$t" "core/fuzz/corpus/$t" "${FUZZ_SMOKE_RUNS:-200000}" "$FUZZ_BUILD/core/fuzz/$t"
+done
+
+# The Python target (atheris): the system YAML loader and the analysis behind `paam analyze`,
+# with the venv's paam. Fewer runs: each one goes through PyYAML and the analysis.
+ntargets=${#TARGETS[@]}
+PY=${PY:-.venv/bin/python}
+if "$PY" -c 'import atheris, paam.analysis' >/dev/null 2>&1; then
+  ntargets=$((ntargets + 1))
+  run_target fuzz_system_yaml python/paam/examples "${FUZZ_SMOKE_PY_RUNS:-3000}" "$PY" python/fuzz/fuzz_system_yaml.py
 else
-  echo "$t: skipped ($PY has no atheris or paam: make install)"
+  echo "fuzz_system_yaml: skipped ($PY has no atheris or paam: make install)"
 fi
 echo "$name: $ntargets targets, $total executions, $crashes crashes"
 [ "$crashes" -eq 0 ]
