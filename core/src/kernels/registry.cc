@@ -20,28 +20,31 @@ int KernelEntry::PlanRaw(const uint64_t params[PAAM_MAX_PARAMS], uint64_t input_
   return rc;
 }
 
-int KernelEntry::RunCpu(const paam_kernel_args* args, char* err, size_t err_len) const {
+namespace {
+
+// Runs the v2 entry (state, messages) when the kernel has one, else the v1 entry; the message
+// is empty or a C string whatever the kernel wrote.
+template <typename V2, typename V1>
+int RunEither(V2 v2, V1 v1, void* state, const paam_kernel_args* args, char* err, size_t err_len) {
   err[0] = '\0';
   int rc = PAAM_KERNEL_EFAILED;
-  if (run_cpu_v2 != nullptr) {
-    rc = run_cpu_v2(state, args, err, err_len);
-  } else if (run_cpu != nullptr) {
-    rc = run_cpu(args);
+  if (v2 != nullptr) {
+    rc = v2(state, args, err, err_len);
+  } else if (v1 != nullptr) {
+    rc = v1(args);
   }
   err[err_len - 1] = '\0';
   return rc;
 }
 
+}  // namespace
+
+int KernelEntry::RunCpu(const paam_kernel_args* args, char* err, size_t err_len) const {
+  return RunEither(run_cpu_v2, run_cpu, state, args, err, err_len);
+}
+
 int KernelEntry::RunCuda(const paam_kernel_args* args, char* err, size_t err_len) const {
-  err[0] = '\0';
-  int rc = PAAM_KERNEL_EFAILED;
-  if (run_cuda_v2 != nullptr) {
-    rc = run_cuda_v2(state, args, err, err_len);
-  } else if (run_cuda != nullptr) {
-    rc = run_cuda(args);
-  }
-  err[err_len - 1] = '\0';
-  return rc;
+  return RunEither(run_cuda_v2, run_cuda, state, args, err, err_len);
 }
 
 uint64_t KernelEntry::CudaSlices(const paam_kernel_args* args) const {

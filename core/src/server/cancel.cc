@@ -42,11 +42,15 @@ void Server::Impl::CancelTick() {
                 [&expired](const QueueEntry& e) { expired.push_back(e); });
   }
   for (const QueueEntry& e : expired) {
-    char err[shm::kErrorTextBytes];
-    CancelMessage(e, now, /*ran=*/false, err, sizeof(err));
-    const uint64_t t = NowNs();
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, {e.submit_ns, e.dequeue_ns, 0, 0, 0, t});
+    CompleteCancelled(e, now, /*ran=*/false, {e.submit_ns, e.dequeue_ns, 0, 0, 0, NowNs()});
   }
+}
+
+void Server::Impl::CompleteCancelled(const QueueEntry& e, uint64_t now, bool ran, const shm::Timestamps& ts,
+                                     uint32_t ran_on) {
+  char err[shm::kErrorTextBytes];
+  CancelMessage(e, now, ran, err, sizeof(err));
+  Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts, ran_on);
 }
 
 void Server::Impl::CancelRunningOf(Session* s) {

@@ -111,12 +111,10 @@ void Server::Impl::RunFallback(const QueueEntry& e, RunningRequest* w) {
   w->session.store(e.session, std::memory_order_relaxed);
   // SYNC POINT: as in RunEntry (the monitor stores `gone`, then loads the tickets).
   w->ticket.store(ticket, std::memory_order_seq_cst);
-  char err[shm::kErrorTextBytes];
   if (ts.picked >= e.deadline_ns || e.session->gone.load(std::memory_order_seq_cst)) {
     w->ticket.store(0, std::memory_order_release);
-    CancelMessage(e, ts.picked, /*ran=*/false, err, sizeof(err));
     ts.completed = NowNs();
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts);
+    CompleteCancelled(e, ts.picked, /*ran=*/false, ts);
     return;
   }
   KernelCall call;
@@ -144,8 +142,7 @@ void Server::Impl::RunFallback(const QueueEntry& e, RunningRequest* w) {
     return;
   }
   if (st.code() == Errc::kCancelled) {
-    CancelMessage(e, ts.completed, /*ran=*/true, err, sizeof(err));
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts, kRan);
+    CompleteCancelled(e, ts.completed, /*ran=*/true, ts, kRan);
     return;
   }
   Complete(e.region, e.session, e.sequence, st.code(), st.ok() ? nullptr : st.message().c_str(),

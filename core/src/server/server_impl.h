@@ -295,6 +295,9 @@ class Server::Impl {
   bool RaiseCancel(RunningRequest* w, uint64_t ticket);
   // The message of a request stopped (or dropped unrun, `ran` false) at `now` (cancel.cc).
   void CancelMessage(const QueueEntry& e, uint64_t now, bool ran, char* out, size_t len) const;
+  // Answers `e` cancelled (stopped at `now`, or dropped unrun when `ran` is false), saying why.
+  void CompleteCancelled(const QueueEntry& e, uint64_t now, bool ran, const shm::Timestamps& ts,
+                         uint32_t ran_on = shm::kRanNowhere);
   // --- live statistics, tracing and the bound monitor ---
   // Workers and dispatcher (live_record.cc): a lane starts a request (true when a lower
   // bucket's lane on its unit is running: its start may wait for a preemption), ends it, and

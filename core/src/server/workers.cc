@@ -92,10 +92,8 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRe
   w->ticket.store(ticket, std::memory_order_seq_cst);
   if (ts.picked >= e.deadline_ns || e.session->gone.load(std::memory_order_seq_cst)) {
     w->ticket.store(0, std::memory_order_release);
-    char err[shm::kErrorTextBytes];
-    CancelMessage(e, ts.picked, /*ran=*/false, err, sizeof(err));
     ts.completed = NowNs();
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts);
+    CompleteCancelled(e, ts.picked, /*ran=*/false, ts);
     return;
   }
   const bool contended = LiveBegin(e.session->unit, bucket, lane);  // live_record.cc
@@ -128,9 +126,7 @@ void Server::Impl::RunEntry(const QueueEntry& e, int bucket, int lane, RunningRe
     return;
   }
   if (st.code() == Errc::kCancelled) {
-    char err[shm::kErrorTextBytes];
-    CancelMessage(e, ts.completed, /*ran=*/true, err, sizeof(err));
-    Complete(e.region, e.session, e.sequence, Errc::kCancelled, err, 0, ts, device_ran_on_);
+    CompleteCancelled(e, ts.completed, /*ran=*/true, ts, device_ran_on_);
     return;
   }
   Complete(e.region, e.session, e.sequence, st.code(), st.ok() ? nullptr : st.message().c_str(),
